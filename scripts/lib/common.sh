@@ -1,0 +1,45 @@
+# Shared settings of the harness scripts; sourced, not run.
+# Every path outside the clone lives under $MRB_CACHE.
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+MRB_CACHE=${MRB_CACHE:-/var/cache/meta-rust-binder}
+KVER=${KVER:-6.12}
+KSRC_TARBALL=${KSRC_TARBALL:-/usr/src/linux-source-$KVER.tar.xz}
+# The pristine tree (a git repository, base commit tagged "base") that
+# scripts/check resets and patches; developers edit a worktree of it.
+KTREE=${KTREE:-$MRB_CACHE/linux-$KVER}
+KDEVTREE=${KDEVTREE:-$MRB_CACHE/linux-$KVER-dev}
+FEATURE_DIR=$top/recipes-kernel/linux/linux-yocto/features/rust-binder
+BUILD=${BUILD:-$top/build}
+
+# The kernel's Makefile names its tools plainly (rustc, bindgen, clang), and
+# merge_config.sh cannot pass make variables: PATH decides. Debian's rustc-web
+# (matching rust-web-src) must win over a rustup toolchain; bindgen comes
+# from cargo install.
+export PATH="/usr/lib/llvm-19/bin:/usr/bin:/bin:$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
+export ARCH=arm64 LLVM=1
+export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
+JOBS=${JOBS:-$(($(nproc) + 1))}
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+log() { echo "== $*" >&2; }
+
+# scc_walk FILE KIND: print the files of KIND ("patch" or "kconf") that an
+# .scc lists, in order, following "include" lines, as absolute paths.
+scc_walk() {
+	_dir=$(dirname "$1")
+	while read -r kw a b _; do
+		case "$kw" in
+		include) scc_walk "$_dir/$a" "$2" ;;
+		patch) [ "$2" = patch ] && echo "$_dir/$a" ;;
+		kconf) [ "$2" = kconf ] && echo "$_dir/$b" ;;
+		esac
+	done <"$1"
+	return 0
+}
+
+# The driver(s) scripts/check tests by default. The Rust driver is built into
+# every test kernel, but it is incomplete: this becomes "both" the day it
+# passes the conformance suite, and from then on C and Rust must agree.
+DEFAULT_DRIVER=${DEFAULT_DRIVER:-c}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Read the results of one harness boot; compare two boots.
+
+    ptest_report.py summarize DIR   ptest.log + console.log of DIR -> junit.xml,
+                                    results.txt (one "RESULT name" per test),
+                                    prints "passed failed skipped" and the problems
+    ptest_report.py compare DIR_A DIR_B
+                                    tests whose result differs between two boots
+"""
+import re
+import sys
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)\s*$")
+# Kernel splats: any of these in the console fails the run.
+SPLAT = re.compile(
+    r"(Oops|BUG:|KASAN:|UBSAN:|WARNING:|Kernel panic|Unable to handle kernel|"
+    r"possible recursive locking|possible circular locking|inconsistent lock state|"
+    r"lockdep|panicked at|rust_panic|kernel BUG|list_add corruption|list_del corruption|"
+    r"detected stall|hung_task|unreferenced object|refcount_t:)"
+)
+KTAP_CASE = re.compile(r"^(?:\[[^\]]*\] )?    (not ok|ok) \d+ (\S+)(.*)$")
+KTAP_SUITE = re.compile(r"^(?:\[[^\]]*\] )?    # Subtest: (\S+)")
+
+
+def parse_ptest(text):
+    """Yield (package, name, result, detail) and collect structural problems."""
+    tests, problems = [], []
+    pkg, seen, stopped, comment = None, 0, False, []
+    for line in text.splitlines():
+        if line.startswith("BEGIN: "):
+            pkg, seen, comment = line[7:].split("/")[3] if line.count("/") > 3 else line[7:], 0, []
+        elif line.startswith("END: "):
+            if seen == 0:
+                problems.append(f"{pkg}: no PASS/FAIL/SKIP line at all")
+            pkg = None
+        elif line.startswith("TIMEOUT: "):
+            problems.append(f"{pkg}: timed out")
+        elif line.startswith("ERROR: Exit status is"):
+            problems.append(f"{pkg}: {line}")
+        elif line.startswith("STOP: ptest-runner"):
+            stopped = True
+        elif line.startswith("#"):
+            comment.append(line)
+            del comment[:-5]
+        else:
+            m = RESULT.match(line)
+            if m:
+                seen += 1
+                tests.append((pkg or "?", m.group(2), m.group(1), "\n".join(comment)))
+                comment = []
+    if not stopped:
+        problems.append("ptest-runner never finished (guest crashed or hung)")
+    return tests, problems
+
+
+def parse_kunit(console):
+    tests, suite = [], "?"
+    for line in console.splitlines():
+        m = KTAP_SUITE.match(line)
+        if m:
+            suite = m.group(1)
+            continue
+        m = KTAP_CASE.match(line)
+        if m:
+            res = "SKIP" if "# SKIP" in m.group(3) else ("PASS" if m.group(1) == "ok" else "FAIL")
+            tests.append(("kunit", f"kunit::{suite}::{m.group(2)}", res, m.group(3)))
+    return tests
+
+
+def summarize(d):
+    d = Path(d)
+    ptest = (d / "ptest.log").read_text(errors="replace") if (d / "ptest.log").exists() else ""
+    console = (d / "console.log").read_text(errors="replace") if (d / "console.log").exists() else ""
+    tests, problems = parse_ptest(ptest)
+    tests += parse_kunit(console)
+    splats = [l for l in console.splitlines() if SPLAT.search(l)]
+    if splats:
+        problems.append("kernel splat in console.log:\n    " + "\n    ".join(splats[:20]))
+    names = {}
+    for pkg, name, res, _ in tests:
+        if name in names:
+            problems.append(f"test reported twice: {name}")
+        names[name] = res
+    (d / "results.txt").write_text("".join(f"{r} {n}\n" for n, r in names.items()))
+    with open(d / "junit.xml", "w") as j:
+        fails = sum(1 for t in tests if t[2] == "FAIL")
+        skips = sum(1 for t in tests if t[2] == "SKIP")
+        j.write(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="{len(tests)}" failures="{fails}" skipped="{skips}">\n')
+        pkgs = sorted({t[0] for t in tests})
+        for p in pkgs:
+            ts = [t for t in tests if t[0] == p]
+            j.write(f'  <testsuite name={quoteattr(p)} tests="{len(ts)}">\n')
+            for _, name, res, detail in ts:
+                j.write(f"    <testcase classname={quoteattr(p)} name={quoteattr(name)}>")
+                if res == "FAIL":
+                    j.write(f"<failure message={quoteattr(detail or 'FAIL')}/>")
+                elif res == "SKIP":
+                    j.write(f"<skipped message={quoteattr(detail or 'SKIP')}/>")
+                j.write("</testcase>\n")
+            j.write("  </testsuite>\n")
+        j.write("</testsuites>\n")
+    for pkg, name, res, detail in tests:
+        if res == "FAIL":
+            print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
+    for p in problems:
+        print(f"PROBLEM: {p}", file=sys.stderr)
+    counts = [sum(1 for t in tests if t[2] == r) for r in ("PASS", "FAIL", "SKIP")]
+    counts[1] += len(problems)
+    print(*counts)
+    return 0
+
+
+def compare(a, b):
+    ra = dict(l.split(" ", 1)[::-1] for l in (Path(a) / "results.txt").read_text().split("\n") if l)
+    rb = dict(l.split(" ", 1)[::-1] for l in (Path(b) / "results.txt").read_text().split("\n") if l)
+    diff = 0
+    for name in sorted(set(ra) | set(rb)):
+        if name.startswith("kunit::"):
+            continue  # KUnit runs the same doctests whichever driver is active
+        x, y = ra.get(name, "MISSING"), rb.get(name, "MISSING")
+        if x != y:
+            print(f"DIFFERS: {name}: {Path(a).name}={x} {Path(b).name}={y}")
+            diff += 1
+    print(diff)
+    return 0
+
+
+if __name__ == "__main__":
+    cmd, *args = sys.argv[1:]
+    sys.exit({"summarize": summarize, "compare": compare}[cmd](*args))
