@@ -17,7 +17,7 @@ RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)\s*$")
 SPLAT = re.compile(
     r"(Oops|BUG:|KASAN:|UBSAN:|WARNING:|Kernel panic|Unable to handle kernel|"
     r"possible recursive locking|possible circular locking|inconsistent lock state|"
-    r"lockdep|panicked at|rust_panic|kernel BUG|list_add corruption|list_del corruption|"
+    r"panicked at|rust_panic|kernel BUG|list_add corruption|list_del corruption|"
     r"detected stall|hung_task|unreferenced object|refcount_t:)"
 )
 KTAP_CASE = re.compile(r"^(?:\[[^\]]*\] )?    (not ok|ok) \d+ (\S+)(.*)$")
