@@ -1,0 +1,86 @@
+#
+# SPDX-License-Identifier: MIT
+#
+# rust_binder_kernel.bbclass: Android's Binder driver in Rust for a 6.12 kernel.
+#
+# Inherit this from any kernel recipe that uses kernel-yocto (linux-yocto and
+# the many vendor/CIP recipes built the same way):
+#
+#     inherit rust_binder_kernel
+#
+# It brings three things:
+#   1. the layer's kernel metadata (the rust-binder feature: patch series and
+#      config fragments) as a "kmeta" directory in SRC_URI;
+#   2. the feature itself in KERNEL_FEATURES, chosen by kernel version;
+#   3. the Rust toolchain for the kernel build: oe-core's kernel-yocto-rust
+#      class where the release has it (wrynose and later), otherwise this
+#      layer's rust_binder_kernel_toolchain class (walnascar, whinlatter).
+#
+
+# Which feature to add. Empty means "pick by kernel version": the patch series
+# for 6.12; a kernel with upstream's Rust binder (6.18 and later) only needs
+# the configuration, so no patches are applied there.
+RUST_BINDER_FEATURE ??= ""
+RUST_BINDER_FEATURE_6_12 ??= "features/rust-binder/rust-binder.scc"
+RUST_BINDER_FEATURE_UPSTREAM ??= "features/rust-binder/rust-binder-upstream.scc"
+# Set to "1" for the test kernel: KASAN, lockdep and Rust debug assertions.
+RUST_BINDER_DEBUG ??= "0"
+RUST_BINDER_FEATURE_6_12_DEBUG ??= "features/rust-binder/rust-binder-debug.scc"
+
+def rust_binder_kmeta_parent(d):
+    import os
+    scc = os.path.join(d.getVar('RUST_BINDER_KMETA_SUBDIR'), 'features', 'rust-binder', 'rust-binder.scc')
+    found = bb.utils.which(d.getVar('BBPATH'), scc)
+    if not found:
+        bb.fatal("rust_binder_kernel: %s not found in BBPATH; is meta-rust-binder in bblayers.conf?" % scc)
+    # .../recipes-kernel/linux/linux-yocto/features/rust-binder/rust-binder.scc -> .../recipes-kernel/linux
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(found))))
+
+def rust_binder_kernel_series(d):
+    import re
+    version = d.getVar('LINUX_VERSION') or d.getVar('PV') or ''
+    match = re.match(r'(\d+)\.(\d+)', version)
+    if not match:
+        return None
+    return (int(match.group(1)), int(match.group(2)))
+
+def rust_binder_feature(d):
+    chosen = d.getVar('RUST_BINDER_FEATURE')
+    if chosen:
+        return chosen
+    series = rust_binder_kernel_series(d)
+    if series == (6, 12):
+        if d.getVar('RUST_BINDER_DEBUG') == '1':
+            return d.getVar('RUST_BINDER_FEATURE_6_12_DEBUG')
+        return d.getVar('RUST_BINDER_FEATURE_6_12')
+    if series and series >= (6, 18):
+        return d.getVar('RUST_BINDER_FEATURE_UPSTREAM')
+    return ''
+
+# The kmeta directory holding features/rust-binder/, found through BBPATH so
+# that this class works from any recipe, in any layer. BBPATH and
+# FILESEXTRAPATHS do not enter task signatures. (A class has to set
+# FILESEXTRAPATHS for the recipes that inherit it, hence the suppression.)
+RUST_BINDER_KMETA_SUBDIR = "recipes-kernel/linux/linux-yocto"
+# nooelint: oelint.vars.fileextrapaths,oelint.vars.outofcontext
+FILESEXTRAPATHS:prepend := "${@rust_binder_kmeta_parent(d)}:"
+SRC_URI:append = " file://linux-yocto;type=kmeta;name=rust-binder-kmeta;destsuffix=linux-yocto"
+
+KERNEL_FEATURES:append = " ${@rust_binder_feature(d)}"
+
+# Toolchain: the release's own class if it has one. bb.utils.which() on BBPATH
+# is evaluated at parse time, so a release without kernel-yocto-rust.bbclass
+# never sees its name in an inherit line.
+inherit_defer ${@'kernel-yocto-rust' if bb.utils.which(d.getVar('BBPATH'), 'classes-recipe/kernel-yocto-rust.bbclass') else 'rust_binder_kernel_toolchain'}
+
+# Skipping a recipe needs anonymous python.
+# nooelint: oelint.task.noanonpython
+python __anonymous() {
+    if not bb.data.inherits_class('kernel-yocto', d):
+        bb.fatal("rust_binder_kernel: %s does not inherit kernel-yocto; the rust-binder "
+                 "feature is kernel metadata (.scc) and needs it" % d.getVar('PN'))
+    series = rust_binder_kernel_series(d)
+    if not d.getVar('RUST_BINDER_FEATURE') and series != (6, 12) and not (series and series >= (6, 18)):
+        raise bb.parse.SkipRecipe("rust-binder needs a 6.12 kernel (patch series) or 6.18+ "
+                                  "(upstream driver); this recipe is %s" % (d.getVar('LINUX_VERSION') or d.getVar('PV')))
+}
