@@ -3,8 +3,13 @@
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 MRB_CACHE=${MRB_CACHE:-/var/cache/meta-rust-binder}
+# The kernel version: 6.12 (the layer's target) or 7.2 (Debian unstable's,
+# with upstream's own Rust binder: the reference; scripts/setup-host --reference).
 KVER=${KVER:-6.12}
-KSRC_TARBALL=${KSRC_TARBALL:-/usr/src/linux-source-$KVER.tar.xz}
+case "$KVER" in
+6.12) KSRC_TARBALL=${KSRC_TARBALL:-/usr/src/linux-source-6.12.tar.xz} ;;
+*) KSRC_TARBALL=${KSRC_TARBALL:-$MRB_CACHE/linux-source-$KVER-pkg/usr/src/linux-source-$KVER.tar.xz} ;;
+esac
 # The pristine tree (a git repository, base commit tagged "base") that
 # scripts/check resets and patches; developers edit a worktree of it.
 KTREE=${KTREE:-$MRB_CACHE/linux-$KVER}
@@ -43,3 +48,20 @@ scc_walk() {
 # every test kernel, but it is incomplete: this becomes "both" the day it
 # passes the conformance suite, and from then on C and Rust must agree.
 DEFAULT_DRIVER=${DEFAULT_DRIVER:-c}
+
+# kernel_feature DRIVER: the feature (.scc) whose kernel serves DRIVER on
+# $KVER. On 6.12 one test image carries both drivers (binder.impl= picks);
+# on 7.2 upstream makes the Rust driver exclude the C one: two images, no
+# patches of ours.
+kernel_feature() {
+	case "$KVER:$1" in
+	6.12:*) echo rust-binder-debug ;;
+	*:c) echo binder-c ;;
+	*:rust) echo rust-binder-upstream ;;
+	esac
+}
+
+# results_name DRIVER: the folder of build/results/ for DRIVER on $KVER.
+results_name() {
+	if [ "$KVER" = 6.12 ]; then echo "$1-arm64"; else echo "$1-arm64-$KVER"; fi
+}
