@@ -6,6 +6,9 @@
                                     prints "passed failed skipped" and the problems
     ptest_report.py compare DIR_A DIR_B
                                     tests whose result differs between two boots
+    ptest_report.py matrix DIR...   a Markdown table of every test whose result
+                                    is not the same in all DIRs (e.g. C and Rust
+                                    on 6.12 and on 7.2), and a count per DIR
 """
 import re
 import sys
@@ -113,8 +116,7 @@ def summarize(d):
 
 
 def compare(a, b):
-    ra = dict(l.split(" ", 1)[::-1] for l in (Path(a) / "results.txt").read_text().split("\n") if l)
-    rb = dict(l.split(" ", 1)[::-1] for l in (Path(b) / "results.txt").read_text().split("\n") if l)
+    ra, rb = load(a), load(b)
     diff = 0
     for name in sorted(set(ra) | set(rb)):
         if name.startswith("kunit::"):
@@ -127,6 +129,29 @@ def compare(a, b):
     return 0
 
 
+def load(d):
+    return dict(l.split(" ", 1)[::-1] for l in (Path(d) / "results.txt").read_text().split("\n") if l)
+
+
+def matrix(*dirs):
+    res = [load(d) for d in dirs]
+    heads = [Path(d).name for d in dirs]
+    print("| test | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(dirs))
+    names = sorted(set().union(*res))
+    for n in names:
+        if n.startswith("kunit::"):
+            continue
+        row = [r.get(n, "-") for r in res]
+        if len(set(row)) > 1:
+            print(f"| `{n}` | " + " | ".join(row) + " |")
+    print()
+    for h, r in zip(heads, res):
+        c = {k: sum(1 for n, v in r.items() if v == k and not n.startswith("kunit::")) for k in ("PASS", "FAIL", "SKIP")}
+        print(f"- {h}: {c['PASS']} passed, {c['FAIL']} failed, {c['SKIP']} skipped")
+    return 0
+
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    sys.exit({"summarize": summarize, "compare": compare}[cmd](*args))
+    sys.exit({"summarize": summarize, "compare": compare, "matrix": matrix}[cmd](*args))
