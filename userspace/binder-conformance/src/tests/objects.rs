@@ -1,0 +1,751 @@
+//! objects: binder/handle/fd/fda/ptr/secctx objects and their translation.
+
+use crate::common::*;
+use crate::Ctx;
+use binder_uapi::harness::{fork_proc, Pipe};
+use binder_uapi::*;
+use std::time::Duration;
+
+crate::tests!(
+    "objects",
+    binder_becomes_handle,
+    handle_numbering,
+    same_node_same_handle,
+    call_through_handle,
+    handle_back_to_owner_becomes_binder,
+    handle_to_third_party,
+    weak_binder_becomes_weak_handle,
+    weak_handle_cannot_transact,
+    owner_gets_increfs_acquire,
+    binder_in_oneway,
+    handle_zero_with_ref_becomes_binder,
+    fd_passed,
+    fd_received_cloexec,
+    fd_not_accepted,
+    fd_in_reply_needs_accept_fds,
+    fd_in_reply_accepted,
+    ptr_buffer_copied,
+    ptr_parent_fixup,
+    fda_translated,
+    fda_zero_fds,
+    secctx_node,
+    object_flags_preserved,
+    fd_in_oneway,
+    failed_fd_transfer_leaks_no_fd,
+);
+
+fn obj_at(rec: &Received, i: usize) -> Result<flat_binder_object, String> {
+    let off = *rec
+        .offsets
+        .get(i)
+        .ok_or_else(|| format!("object {i} missing: {} offsets", rec.offsets.len()))?;
+    Ok(rec.object(off))
+}
+
+fn binder_becomes_handle(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let mut p = Payload::new();
+    p.u64(NODE_PTR);
+    let rec = b.call_nofree(0, CODE_GET_NODE, &p)?;
+    ensure_eq!(rec.offsets, vec![0], "offsets");
+    let o = obj_at(&rec, 0)?;
+    ensure_eq!(o.hdr.type_, BINDER_TYPE_HANDLE, "translated type");
+    ensure_eq!(
+        o.binder_or_handle,
+        1,
+        "handle (first non-manager descriptor)"
+    );
+    ensure_eq!(o.cookie, 0, "cookie cleared");
+    ensure_eq!(o.flags, 0, "flags");
+    b.free_buffer(rec.td.buffer)?;
+    srv.kill();
+    Ok(())
+}
+
+fn handle_numbering(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let h1 = get_node(&b, 0x1000)?;
+    let h2 = get_node(&b, 0x2000)?;
+    let h3 = get_node(&b, 0x3000)?;
+    ensure_eq!((h1, h2, h3), (1, 2, 3), "descriptors for three nodes");
+    // Drop the middle one; the next new node reuses the lowest free descriptor.
+    b.release_handle(h2)?;
+    let h4 = get_node(&b, 0x4000)?;
+    ensure_eq!(h4, 2, "descriptor reused after release");
+    srv.kill();
+    Ok(())
+}
+
+fn same_node_same_handle(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let h1 = get_node(&b, 0x1000)?;
+    let h2 = get_node(&b, 0x1000)?;
+    ensure_eq!(h1, h2, "the same node gives the same handle");
+    srv.kill();
+    Ok(())
+}
+
+fn call_through_handle(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let h = get_node(&b, 0x1230)?;
+    let w = whoami(&b, h, 0)?;
+    ensure_eq!(w.target, 0x1230, "BR_TRANSACTION target.ptr");
+    ensure_eq!(w.cookie, cookie_for(0x1230), "BR_TRANSACTION cookie");
+    let w0 = whoami(&b, 0, 0)?;
+    ensure_eq!(
+        (w0.target, w0.cookie),
+        (0, 0),
+        "handle 0 still reaches the manager node"
+    );
+    srv.kill();
+    Ok(())
+}
+
+fn handle_back_to_owner_becomes_binder(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let h = get_node(&b, 0x5550)?;
+    let mut p = Payload::new();
+    p.handle(h);
+    // The echo reply carries the server's view of the object as plain bytes.
+    let r = b.call(0, CODE_ECHO, &p)?;
+    let o: flat_binder_object = proto::read_pod(&r.data);
+    ensure_eq!(o.hdr.type_, BINDER_TYPE_BINDER, "type seen by the owner");
+    ensure_eq!(o.binder_or_handle, 0x5550, "ptr seen by the owner");
+    ensure_eq!(o.cookie, cookie_for(0x5550), "cookie seen by the owner");
+    srv.kill();
+    Ok(())
+}
+
+fn handle_to_third_party(c: &Ctx) -> TResult {
+    let mgr = spawn_svcmgr(c)?;
+    let svc = spawn_service(c, 0x4242)?;
+    let b = client(c)?;
+    let h = lookup(&b)?;
+    ensure_eq!(h, 1, "client's descriptor for the service");
+    let w = whoami(&b, h, 0)?;
+    ensure_eq!(w.target, 0x4242, "target.ptr at the service");
+    ensure_eq!(w.cookie, cookie_for(0x4242), "cookie at the service");
+    ensure_eq!(w.sender_pid, harness::getpid(), "sender_pid at the service");
+    svc.kill();
+    mgr.kill();
+    Ok(())
+}
+
+fn weak_binder_becomes_weak_handle(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let rec = b.call_nofree(0, CODE_GET_WEAK_NODE, &Payload::new())?;
+    let o = obj_at(&rec, 0)?;
+    ensure_eq!(o.hdr.type_, BINDER_TYPE_WEAK_HANDLE, "translated type");
+    ensure_eq!(o.binder_or_handle, 1, "handle");
+    b.free_buffer(rec.td.buffer)?;
+    srv.kill();
+    Ok(())
+}
+
+fn weak_handle_cannot_transact(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let rec = b.call_nofree(0, CODE_GET_WEAK_NODE, &Payload::new())?;
+    let h = obj_at(&rec, 0)?.handle();
+    let mut w = WriteBuf::new();
+    w.transaction(h, CODE_ECHO, 0, &Payload::new());
+    expect_txn_error(&b, &w, BR_FAILED_REPLY, "call through a weak-only handle")?;
+    // A weak ref cannot be upgraded with BC_ACQUIRE (ignored), so it stays unusable.
+    let mut w = WriteBuf::new();
+    w.acquire(h);
+    expect_ok(b.write(&w), "BC_ACQUIRE on a weak-only handle (ignored)")?;
+    let mut w = WriteBuf::new();
+    w.transaction(h, CODE_ECHO, 0, &Payload::new());
+    expect_txn_error(
+        &b,
+        &w,
+        BR_FAILED_REPLY,
+        "call through the handle after BC_ACQUIRE",
+    )?;
+    b.free_buffer(rec.td.buffer)?;
+    still_works(&b)?;
+    srv.kill();
+    Ok(())
+}
+
+fn owner_gets_increfs_acquire(c: &Ctx) -> TResult {
+    let seen = Pipe::new()?;
+    let srv = spawn_ctxmgr(c, |b, _rec| {
+        let mut p = Payload::new();
+        p.binder(0x7700, 0x7701, 0);
+        let mut w = WriteBuf::new();
+        w.reply(0, &p);
+        b.write(&w).map_err(|e| e.to_string())?;
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(b.next()?);
+        }
+        let ok = got
+            == vec![
+                Return::Increfs(binder_ptr_cookie {
+                    ptr: 0x7700,
+                    cookie: 0x7701,
+                }),
+                Return::Acquire(binder_ptr_cookie {
+                    ptr: 0x7700,
+                    cookie: 0x7701,
+                }),
+                Return::TransactionComplete,
+            ];
+        let _ = seen.send(if ok { b"ok" } else { b"no" });
+        if !ok {
+            return Err(format!("owner saw {}", names(&got)));
+        }
+        let mut w = WriteBuf::new();
+        w.increfs_done(0x7700, 0x7701).acquire_done(0x7700, 0x7701);
+        b.write(&w).map_err(|e| e.to_string())?;
+        Ok(Step::Nothing)
+    })?;
+    let b = client(c)?;
+    let rec = b.call_nofree(0, 1, &Payload::new())?;
+    ensure_eq!(
+        obj_at(&rec, 0)?.hdr.type_,
+        BINDER_TYPE_HANDLE,
+        "object type"
+    );
+    let v = seen.recv_exact(2, Duration::from_secs(5))?;
+    ensure!(
+        v == b"ok",
+        "node owner did not see [BR_INCREFS, BR_ACQUIRE, BR_TRANSACTION_COMPLETE] with ptr/cookie"
+    );
+    b.free_buffer(rec.td.buffer)?;
+    srv.kill();
+    Ok(())
+}
+
+fn binder_in_oneway(c: &Ctx) -> TResult {
+    let got = Pipe::new()?;
+    let srv = spawn_ctxmgr(c, |_, rec| {
+        if rec.td.flags & TF_ONE_WAY != 0 {
+            let o: flat_binder_object = rec.object(rec.offsets[0]);
+            let _ = got.send_u64(o.hdr.type_ as u64);
+            let _ = got.send_u64(o.binder_or_handle);
+        }
+        Ok(Step::Nothing)
+    })?;
+    let b = client(c)?;
+    b.enter_looper()?;
+    let mut p = Payload::new();
+    p.binder(0x8800, 0x8801, 0);
+    b.transact(0, 1, TF_ONE_WAY, &p)?;
+    let v = b.collect_until(&[BR_TRANSACTION_COMPLETE])?;
+    ensure_eq!(
+        got.recv_u64()? as u32,
+        BINDER_TYPE_HANDLE,
+        "type at the receiver"
+    );
+    ensure_eq!(got.recv_u64()?, 1, "handle at the receiver");
+    let _ = v;
+    srv.kill();
+    Ok(())
+}
+
+fn handle_zero_with_ref_becomes_binder(c: &Ctx) -> TResult {
+    // After BC_INCREFS/BC_ACQUIRE 0 the client holds a ref to the manager's node and
+    // can pass it; the manager receives its own node back as a binder object.
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    b.acquire_handle(0)?;
+    let mut p = Payload::new();
+    p.handle(0);
+    let r = b.call(0, CODE_ECHO, &p)?;
+    let o: flat_binder_object = proto::read_pod(&r.data);
+    ensure_eq!(o.hdr.type_, BINDER_TYPE_BINDER, "type seen by the manager");
+    ensure_eq!(
+        (o.binder_or_handle, o.cookie),
+        (0, 0),
+        "ptr/cookie of the manager node"
+    );
+    srv.kill();
+    Ok(())
+}
+
+/// A manager that accepts fds and replies with up to 64 bytes read from each fd it got
+/// (fd objects directly, or FDA arrays inside a PTR parent).
+fn spawn_fd_reader(c: &Ctx) -> Result<(harness::Proc, ()), String> {
+    let ready = Pipe::new().map_err(|e| e.to_string())?;
+    let dev = c.dev.clone();
+    let p = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr_ext(FLAT_BINDER_FLAG_ACCEPTS_FDS, 0, 0)?;
+        b.enter_looper()?;
+        ready.send_u64(1)?;
+        serve_loop(&b, |b, rec| {
+            let mut fds: Vec<i32> = Vec::new();
+            for &off in &rec.offsets {
+                let hdr: u32 = rec.object(off);
+                if hdr == BINDER_TYPE_FD {
+                    let o: binder_fd_object = rec.object(off);
+                    fds.push(o.pad_binder_or_fd as u32 as i32);
+                } else if hdr == BINDER_TYPE_FDA {
+                    let o: binder_fd_array_object = rec.object(off);
+                    let parent: binder_buffer_object = rec.object(rec.offsets[o.parent as usize]);
+                    let bytes =
+                        b.read_mapped(parent.buffer + o.parent_offset, 4 * o.num_fds as usize)?;
+                    for i in 0..o.num_fds as usize {
+                        fds.push(i32::from_ne_bytes(
+                            bytes[i * 4..i * 4 + 4].try_into().unwrap(),
+                        ));
+                    }
+                }
+            }
+            let mut p = Payload::new();
+            p.u32(fds.len() as u32);
+            for fd in fds {
+                let mut buf = [0u8; 64];
+                // SAFETY: reading into a local buffer from an fd we received.
+                let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut _, 64) };
+                // SAFETY: fcntl on our fd.
+                let fl = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+                p.u32(fd as u32).u32(fl as u32).u32(n.max(0) as u32);
+                p.bytes(&buf[..n.max(0) as usize]);
+                p.align8();
+                // SAFETY: our fd.
+                unsafe { libc::close(fd) };
+            }
+            Ok(Step::Reply(p))
+        })
+    })
+    .map_err(|e| e.to_string())?;
+    ready.recv_u64()?;
+    Ok((p, ()))
+}
+
+/// A pipe with `msg` written into it; returns (read end, write end).
+fn pipe_with(msg: &[u8]) -> TResult<Pipe> {
+    let p = Pipe::new()?;
+    p.send(msg)?;
+    Ok(p)
+}
+
+fn fd_passed(c: &Ctx) -> TResult {
+    let (srv, _) = spawn_fd_reader(c)?;
+    let b = client(c)?;
+    let pp = pipe_with(b"through binder")?;
+    let mut p = Payload::new();
+    p.fd(pp.r, 0);
+    let r = b.call(0, 1, &p)?;
+    let n = u32::from_ne_bytes(r.data[0..4].try_into().unwrap());
+    ensure_eq!(n, 1, "fds received");
+    let fd = u32::from_ne_bytes(r.data[4..8].try_into().unwrap()) as i32;
+    let len = u32::from_ne_bytes(r.data[12..16].try_into().unwrap()) as usize;
+    ensure!(fd >= 0, "received fd {fd}");
+    ensure_eq!(
+        &r.data[16..16 + len],
+        b"through binder",
+        "data read through the passed fd"
+    );
+    srv.kill();
+    Ok(())
+}
+
+fn fd_received_cloexec(c: &Ctx) -> TResult {
+    let (srv, _) = spawn_fd_reader(c)?;
+    let b = client(c)?;
+    let pp = pipe_with(b"x")?;
+    // Our end has O_CLOEXEC too; clear it so the flag seen remotely is the driver's.
+    // SAFETY: fcntl on our fd.
+    unsafe { libc::fcntl(pp.r, libc::F_SETFD, 0) };
+    let mut p = Payload::new();
+    p.fd(pp.r, 0);
+    let r = b.call(0, 1, &p)?;
+    let fl = u32::from_ne_bytes(r.data[8..12].try_into().unwrap()) as i32;
+    ensure_eq!(
+        fl & libc::FD_CLOEXEC,
+        libc::FD_CLOEXEC,
+        "FD_CLOEXEC on the received fd"
+    );
+    srv.kill();
+    Ok(())
+}
+
+fn fd_not_accepted(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let pp = pipe_with(b"x")?;
+    let mut p = Payload::new();
+    p.fd(pp.r, 0);
+    let mut w = WriteBuf::new();
+    w.transaction(0, CODE_ECHO, 0, &p);
+    expect_txn_error(&b, &w, BR_FAILED_REPLY, "fd to a node without ACCEPTS_FDS")?;
+    expect_ext_err(
+        &b,
+        BR_FAILED_REPLY,
+        -libc::EPERM,
+        "fd to a node without ACCEPTS_FDS",
+    )?;
+    still_works(&b)?;
+    srv.kill();
+    Ok(())
+}
+
+/// A manager that replies with an fd object for a pipe holding "reply-fd"; it reports
+/// what its own BC_REPLY produced through `res`.
+fn spawn_fd_replier(c: &Ctx, res: &Pipe) -> Result<Server, String> {
+    spawn_ctxmgr(c, |b, _rec| {
+        let pp = Pipe::new().map_err(|e| e.to_string())?;
+        pp.send(b"reply-fd").map_err(|e| e.to_string())?;
+        let mut p = Payload::new();
+        p.fd(pp.r, 0);
+        let mut w = WriteBuf::new();
+        w.reply(0, &p);
+        b.write(&w).map_err(|e| e.to_string())?;
+        let r = b.next()?;
+        let _ = res.send_u64(r.code() as u64);
+        Ok(Step::Nothing)
+    })
+}
+
+fn fd_in_reply_needs_accept_fds(c: &Ctx) -> TResult {
+    let res = Pipe::new()?;
+    let srv = spawn_fd_replier(c, &res)?;
+    let b = client(c)?;
+    b.transact(0, 1, 0, &Payload::new())?;
+    let v = b.collect_until(&[BR_REPLY, BR_FAILED_REPLY, BR_DEAD_REPLY])?;
+    ensure!(
+        v == vec![Return::TransactionComplete, Return::FailedReply],
+        "caller without TF_ACCEPT_FDS: expected [BR_TRANSACTION_COMPLETE, BR_FAILED_REPLY], got {}",
+        names(&v)
+    );
+    expect_ext_err(&b, BR_FAILED_REPLY, -libc::EPERM, "caller's extended error")?;
+    let code = res.recv_u64()? as u32;
+    ensure!(
+        code == BR_TRANSACTION_COMPLETE,
+        "replier: expected BR_TRANSACTION_COMPLETE for its failed reply, got {}",
+        br_name(code).unwrap_or("?")
+    );
+    srv.kill();
+    Ok(())
+}
+
+fn fd_in_reply_accepted(c: &Ctx) -> TResult {
+    let res = Pipe::new()?;
+    let srv = spawn_fd_replier(c, &res)?;
+    let b = client(c)?;
+    let r = b.call_flags_nofree(0, 1, TF_ACCEPT_FDS, &Payload::new())?;
+    let o: binder_fd_object = r.object(r.offsets[0]);
+    ensure_eq!(o.hdr.type_, BINDER_TYPE_FD, "object type");
+    let fd = o.pad_binder_or_fd as u32 as i32;
+    let mut buf = [0u8; 16];
+    // SAFETY: reading from the fd we received.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut _, 16) };
+    ensure_eq!(
+        &buf[..n.max(0) as usize],
+        b"reply-fd",
+        "data through the fd from the reply"
+    );
+    ensure_eq!(
+        res.recv_u64()? as u32,
+        BR_TRANSACTION_COMPLETE,
+        "replier's result"
+    );
+    b.free_buffer(r.td.buffer)?;
+    srv.kill();
+    Ok(())
+}
+
+/// A manager that replies with, for each PTR object: in-mapping flag, then its bytes.
+fn spawn_ptr_reader(c: &Ctx) -> Result<Server, String> {
+    spawn_ctxmgr(c, |b, rec| {
+        let mut p = Payload::new();
+        for &off in &rec.offsets {
+            let hdr: u32 = rec.object(off);
+            if hdr != BINDER_TYPE_PTR {
+                continue;
+            }
+            let o: binder_buffer_object = rec.object(off);
+            let inside = o.buffer >= rec.td.buffer
+                && o.buffer + o.length <= b.map_addr() + b.map_size() as u64;
+            p.u64(inside as u64).u64(o.buffer).u64(o.length);
+            p.bytes(&b.read_mapped(o.buffer, o.length as usize)?);
+            p.align8();
+        }
+        Ok(Step::Reply(p))
+    })
+}
+
+fn ptr_buffer_copied(c: &Ctx) -> TResult {
+    let srv = spawn_ptr_reader(c)?;
+    let b = client(c)?;
+    let blob: Vec<u8> = (0..24u8).collect();
+    let mut p = Payload::new();
+    p.ptr(blob.as_ptr() as u64, 24, None);
+    let mut w = WriteBuf::new();
+    w.transaction_sg(false, 0, 1, 0, &p, 24);
+    let (_, last) = b.call_raw(&w)?;
+    let td = match last {
+        Return::Reply(td) => td,
+        o => fail!(
+            "BC_TRANSACTION_SG with a PTR: expected BR_REPLY, got {}",
+            o.name()
+        ),
+    };
+    let r = b.received(&td)?;
+    b.free_buffer(td.buffer)?;
+    ensure_eq!(
+        u64::from_ne_bytes(r.data[0..8].try_into().unwrap()),
+        1,
+        "PTR buffer inside the receiver's transaction buffer"
+    );
+    ensure_eq!(
+        u64::from_ne_bytes(r.data[16..24].try_into().unwrap()),
+        24,
+        "length"
+    );
+    ensure_eq!(r.data[24..48].to_vec(), blob, "copied bytes");
+    srv.kill();
+    Ok(())
+}
+
+fn ptr_parent_fixup(c: &Ctx) -> TResult {
+    let srv = spawn_ptr_reader(c)?;
+    let b = client(c)?;
+    let child: Vec<u8> = b"child-buffer-16b".to_vec();
+    // parent: { u64 pointer to child, u64 tag }
+    let mut parent = Vec::new();
+    parent.extend_from_slice(&(child.as_ptr() as u64).to_ne_bytes());
+    parent.extend_from_slice(&0x7a67u64.to_ne_bytes());
+    let mut p = Payload::new();
+    p.u64(0); // a parent at data offset 0 is rejected by the driver
+    p.ptr(parent.as_ptr() as u64, 16, None);
+    p.ptr(child.as_ptr() as u64, 16, Some((0, 0)));
+    let mut w = WriteBuf::new();
+    w.transaction_sg(false, 0, 1, 0, &p, 32);
+    let (_, last) = b.call_raw(&w)?;
+    let td = match last {
+        Return::Reply(td) => td,
+        o => fail!("parent/child PTRs: expected BR_REPLY, got {}", o.name()),
+    };
+    let r = b.received(&td)?;
+    b.free_buffer(td.buffer)?;
+    // Reply: [in, addr, len, 16 bytes parent] at 0, [in, addr, len, 16 bytes child] at 40
+    let u = |o: usize| u64::from_ne_bytes(r.data[o..o + 8].try_into().unwrap());
+    let child_addr = u(48);
+    ensure_eq!(
+        u(24),
+        child_addr,
+        "pointer in the parent fixed up to the child's new address"
+    );
+    ensure_eq!(u(32), 0x7a67, "rest of the parent");
+    ensure_eq!(r.data[64..80].to_vec(), child, "child bytes");
+    srv.kill();
+    Ok(())
+}
+
+fn fda_translated(c: &Ctx) -> TResult {
+    let (srv, _) = spawn_fd_reader(c)?;
+    let b = client(c)?;
+    let p1 = pipe_with(b"first")?;
+    let p2 = pipe_with(b"second")?;
+    let fds: Vec<u32> = vec![p1.r as u32, p2.r as u32];
+    let mut p = Payload::new();
+    p.u64(0);
+    p.ptr(fds.as_ptr() as u64, 8, None);
+    p.fda(2, 0, 0);
+    let mut w = WriteBuf::new();
+    w.transaction_sg(false, 0, 1, 0, &p, 8);
+    let (_, last) = b.call_raw(&w)?;
+    let td = match last {
+        Return::Reply(td) => td,
+        o => fail!("FDA transaction: expected BR_REPLY, got {}", o.name()),
+    };
+    let r = b.received(&td)?;
+    b.free_buffer(td.buffer)?;
+    let u = |o: usize| u32::from_ne_bytes(r.data[o..o + 4].try_into().unwrap());
+    ensure_eq!(u(0), 2, "fds received");
+    // entry: fd, flags, n, bytes (aligned to 8 within the payload)
+    let n1 = u(12) as usize;
+    ensure_eq!(&r.data[16..16 + n1], b"first", "first fd's data");
+    let mut off = 16 + n1;
+    off = (off + 7) & !7;
+    let n2 = u(off + 8) as usize;
+    ensure_eq!(
+        &r.data[off + 12..off + 12 + n2],
+        b"second",
+        "second fd's data"
+    );
+    srv.kill();
+    Ok(())
+}
+
+fn fda_zero_fds(c: &Ctx) -> TResult {
+    let (srv, _) = spawn_fd_reader(c)?;
+    let b = client(c)?;
+    let fds = [0u32; 2];
+    let mut p = Payload::new();
+    p.u64(0);
+    p.ptr(fds.as_ptr() as u64, 8, None);
+    p.fda(0, 0, 0);
+    let mut w = WriteBuf::new();
+    w.transaction_sg(false, 0, 1, 0, &p, 8);
+    let (_, last) = b.call_raw(&w)?;
+    ensure!(
+        last.code() == BR_REPLY,
+        "FDA with 0 fds: expected BR_REPLY, got {}",
+        last.name()
+    );
+    b.free_buffer(last.txn().unwrap().buffer)?;
+    srv.kill();
+    Ok(())
+}
+
+fn lsm_active() -> bool {
+    std::fs::read_to_string("/sys/kernel/security/lsm")
+        .map(|s| !s.trim().is_empty() && s.trim() != "capability")
+        .unwrap_or(false)
+}
+
+fn secctx_node(c: &Ctx) -> TResult {
+    // A node flagged FLAT_BINDER_FLAG_TXN_SECURITY_CTX asks for the sender's security
+    // context. Without an LSM providing one the C driver fails the transaction with
+    // -EOPNOTSUPP; with one it delivers BR_TRANSACTION_SEC_CTX.
+    let got = Pipe::new()?;
+    let ready = Pipe::new()?;
+    let dev = c.dev.clone();
+    let srv = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr_ext(FLAT_BINDER_FLAG_TXN_SECURITY_CTX, 0, 0)?;
+        b.enter_looper()?;
+        ready.send_u64(1)?;
+        loop {
+            let r = b.next_within(30_000)?;
+            if let Return::TransactionSecCtx(td, secctx) = r {
+                let inside = secctx >= td.buffer && secctx < b.map_addr() + b.map_size() as u64;
+                got.send_u64(inside as u64)?;
+                b.reply_and_free(td.buffer, &Payload::new())?;
+            } else if let Return::Transaction(td) = r {
+                got.send_u64(2)?;
+                b.reply_and_free(td.buffer, &Payload::new())?;
+            }
+        }
+    })?;
+    ready.recv_u64()?;
+    let b = client(c)?;
+    let mut w = WriteBuf::new();
+    w.transaction(0, 1, 0, &Payload::from_bytes(b"ctx"));
+    let (pre, last) = b.call_raw(&w)?;
+    if lsm_active() {
+        ensure!(
+            last.code() == BR_REPLY,
+            "with an LSM: expected BR_REPLY, got {} {}",
+            names(&pre),
+            last.name()
+        );
+        ensure_eq!(
+            got.recv_u64()?,
+            1,
+            "BR_TRANSACTION_SEC_CTX with secctx inside the buffer"
+        );
+        b.free_buffer(last.txn().unwrap().buffer)?;
+    } else {
+        ensure!(
+            last == Return::FailedReply,
+            "without an LSM: expected BR_FAILED_REPLY, got {} {}",
+            names(&pre),
+            last.name()
+        );
+        expect_ext_err(
+            &b,
+            BR_FAILED_REPLY,
+            -libc::EOPNOTSUPP,
+            "secctx without an LSM",
+        )?;
+    }
+    srv.kill();
+    Ok(())
+}
+
+fn object_flags_preserved(c: &Ctx) -> TResult {
+    // flat_binder_object.flags travel unchanged through the translation.
+    let srv = spawn_ctxmgr(c, |_, _| {
+        let mut p = Payload::new();
+        p.binder(0x9900, 0x9901, FLAT_BINDER_FLAG_ACCEPTS_FDS | 0x7f);
+        Ok(Step::Reply(p))
+    })?;
+    let b = client(c)?;
+    let rec = b.call_nofree(0, 1, &Payload::new())?;
+    let o = obj_at(&rec, 0)?;
+    ensure_eq!(o.hdr.type_, BINDER_TYPE_HANDLE, "type");
+    ensure_eq!(o.flags, FLAT_BINDER_FLAG_ACCEPTS_FDS | 0x7f, "flags");
+    b.free_buffer(rec.td.buffer)?;
+    srv.kill();
+    Ok(())
+}
+
+fn fd_in_oneway(c: &Ctx) -> TResult {
+    let got = Pipe::new()?;
+    let ready = Pipe::new()?;
+    let dev = c.dev.clone();
+    let srv = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr_ext(FLAT_BINDER_FLAG_ACCEPTS_FDS, 0, 0)?;
+        b.enter_looper()?;
+        ready.send_u64(1)?;
+        let t = b.recv_txn()?;
+        ensure_eq!(t.td.flags & TF_ONE_WAY, TF_ONE_WAY, "one-way flag");
+        let o: binder_fd_object = t.object(t.offsets[0]);
+        let mut buf = [0u8; 16];
+        // SAFETY: reading from the fd we received.
+        let n = unsafe { libc::read(o.pad_binder_or_fd as i32, buf.as_mut_ptr() as *mut _, 16) };
+        got.send(&buf[..n.max(0) as usize])?;
+        b.free_buffer(t.td.buffer)?;
+        Ok(())
+    })?;
+    ready.recv_u64()?;
+    let b = client(c)?;
+    let pp = pipe_with(b"oneway-fd")?;
+    let mut p = Payload::new();
+    p.fd(pp.r, 0);
+    b.transact(0, 1, TF_ONE_WAY, &p)?;
+    b.expect(BR_TRANSACTION_COMPLETE)?;
+    let v = got.recv_exact(9, Duration::from_secs(5))?;
+    ensure_eq!(v, b"oneway-fd".to_vec(), "data through an fd sent one-way");
+    srv.join()
+}
+
+fn count_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+fn failed_fd_transfer_leaks_no_fd(c: &Ctx) -> TResult {
+    // A transaction carrying a good fd followed by a bad object fails as a whole, and
+    // the receiver gets no fd installed.
+    let res = Pipe::new()?;
+    let srv = spawn_ctxmgr_flags(
+        c,
+        Some(FLAT_BINDER_FLAG_ACCEPTS_FDS),
+        |_| Ok(()),
+        |b, rec| {
+            let _ = res.send_u64(count_fds() as u64);
+            std_handler(b, rec)
+        },
+    )?;
+    let b = client(c)?;
+    b.call(0, CODE_ECHO, &Payload::new())?;
+    let before = res.recv_u64()?;
+    let pp = pipe_with(b"x")?;
+    let mut p = Payload::new();
+    p.fd(pp.r, 0);
+    p.handle(77);
+    let mut w = WriteBuf::new();
+    w.transaction(0, CODE_ECHO, 0, &p);
+    expect_txn_error(&b, &w, BR_FAILED_REPLY, "fd + bad handle")?;
+    b.call(0, CODE_ECHO, &Payload::new())?;
+    let after = res.recv_u64()?;
+    ensure_eq!(after, before, "fds open in the receiver");
+    srv.kill();
+    Ok(())
+}
