@@ -68,6 +68,8 @@ crate::tests!(
 /// An address in the kernel half of the arm64/x86_64 address space.
 const KERNEL_PTR: usize = 0xffff_8000_0000_0000;
 
+// 7.2 upstream Rust: unwritable BINDER_VERSION arg gives EFAULT (process.rs:Process::version
+//   via UserSlice); C's binder_ioctl returns EINVAL (docs/oracle.md)
 fn version_null_ptr(c: &Ctx) -> TResult {
     let b = client(c)?;
     expect_errno(
@@ -79,6 +81,8 @@ fn version_null_ptr(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: kernel-address BINDER_VERSION arg gives EFAULT
+//   (process.rs:Process::version via UserSlice); C returns EINVAL (docs/oracle.md)
 fn version_kernel_ptr(c: &Ctx) -> TResult {
     let b = client(c)?;
     expect_errno(
@@ -88,6 +92,8 @@ fn version_kernel_ptr(c: &Ctx) -> TResult {
     )
 }
 
+// 7.2 upstream Rust: unreadable arg gives EFAULT (process.rs:Process::ioctl_write_only,
+//   reader.read()?); C's copy_from_user failure is EINVAL (docs/oracle.md)
 fn set_max_threads_null_ptr(c: &Ctx) -> TResult {
     let b = client(c)?;
     expect_errno(
@@ -97,6 +103,8 @@ fn set_max_threads_null_ptr(c: &Ctx) -> TResult {
     )
 }
 
+// 7.2 upstream Rust: unreadable arg gives EFAULT (process.rs:Process::ioctl_write_only); C
+//   returns EINVAL (docs/oracle.md)
 fn set_context_mgr_ext_null_ptr(c: &Ctx) -> TResult {
     let b = client(c)?;
     expect_errno(
@@ -581,6 +589,9 @@ fn txn_offsets_size_unaligned(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: offset past data_size: -EINVAL from AllocationView::copy_into's bounds
+//   check (allocation.rs, via thread.rs:copy_transaction_data); C's data-between-objects copy
+//   check gives -EFAULT (docs/oracle.md)
 fn txn_offset_out_of_buffer(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -629,6 +640,8 @@ fn txn_offset_unaligned(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: truncated object: -EFAULT from BinderObject::read_from's reader.skip
+//   (allocation.rs); C's binder_get_object finds no object -> -EINVAL (docs/oracle.md)
 fn txn_object_truncated(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -646,6 +659,8 @@ fn txn_object_truncated(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: overlapping offsets: -EINVAL (thread.rs:copy_transaction_data, offset <
+//   end_of_previous_object); C -EFAULT (user_offset > object_offset) (docs/oracle.md)
 fn txn_objects_overlap(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -665,6 +680,8 @@ fn txn_objects_overlap(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: decreasing offsets: -EINVAL (thread.rs:copy_transaction_data); C -EFAULT
+//   (docs/oracle.md)
 fn txn_objects_unsorted(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -698,6 +715,9 @@ fn txn_object_type_lies(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BINDER_TYPE_HANDLE not held: -ENOENT
+//   (process.rs:Process::get_node_from_handle via translate_object); C binder_translate_handle
+//   -EINVAL (docs/oracle.md)
 fn txn_handle_nonexistent(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -725,6 +745,8 @@ fn txn_handle_nonexistent(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: handle 0 not held: -ENOENT (process.rs:Process::get_node_from_handle); C
+//   -EINVAL (docs/oracle.md)
 fn txn_handle_zero_without_ref(c: &Ctx) -> TResult {
     // Calling handle 0 does not create a reference; passing handle 0 as an object needs one.
     let srv = spawn_std(c)?;
@@ -832,6 +854,8 @@ fn txn_data_size_overflow(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: size overflow gives -ENOMEM (thread.rs:copy_transaction_data,
+//   checked_add().ok_or(ENOMEM)); C binder_alloc_new_buf -EINVAL (docs/oracle.md)
 fn txn_offsets_size_overflow(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -904,6 +928,8 @@ fn ptr_in_plain_transaction(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: unreadable PTR buffer: -EFAULT from the user copy in
+//   thread.rs:Thread::apply_sg; C's deferred copy maps the short copy to -EINVAL (docs/oracle.md)
 fn sg_ptr_null_buffer(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -978,6 +1004,9 @@ fn sg_parent_offset_out_of_parent(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: FDA to a node without ACCEPTS_FDS: -EPERM before the parent is checked
+//   (thread.rs:Thread::translate_object, Fda arm); C validates the parent first (-EINVAL) and
+//   checks accept_fds per fd (docs/oracle.md)
 fn fda_parent_not_ptr(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -1000,6 +1029,9 @@ fn fda_parent_not_ptr(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: -EPERM (no ACCEPTS_FDS) before the size check
+//   (thread.rs:Thread::translate_object, Fda arm); C checks the fd count against the parent first
+//   (-EINVAL) (docs/oracle.md)
 fn fda_too_many_fds(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -1020,6 +1052,8 @@ fn fda_too_many_fds(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: the new thread's extended error has a fresh id
+//   (thread.rs:InnerThread::new); C id 0 (docs/oracle.md)
 fn ioctl_after_thread_exit(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -1133,6 +1167,8 @@ fn free_buffer_not_yet_delivered(c: &Ctx) -> TResult {
     srv.join()
 }
 
+// 7.2 upstream Rust: Rust bounds every command payload by write_size (UserSliceReader in
+//   thread.rs:Thread::write) -> EFAULT; C reads past write_size incidentally (docs/oracle.md)
 fn command_overruns_write_size(c: &Ctx) -> TResult {
     // The C driver reads a command's payload past write_size (it only checks that the
     // command code starts inside the buffer) and reports write_consumed beyond it.

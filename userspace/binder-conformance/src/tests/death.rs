@@ -229,6 +229,9 @@ fn two_nodes_two_notifications(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BR_DEAD_REPLY (BinderError::new_dead, no errno) leaves the extended error
+//   at (BR_OK, 0) (thread.rs:Thread::transaction); C sets (BR_DEAD_REPLY, -EINVAL)
+//   (docs/oracle.md)
 fn call_after_death_dead_reply(c: &Ctx) -> TResult {
     let (mgr, svc, b, h) = setup(c)?;
     let mut w = WriteBuf::new();
@@ -273,6 +276,9 @@ fn released_ref_no_notification(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: a thread that never entered the looper never reads process work
+//   (thread.rs:InnerThread::should_use_process_work_queue requires is_looper()); C's
+//   binder_available_for_proc_work_ilocked does not (docs/oracle.md)
 fn non_looper_thread_gets_notification(c: &Ctx) -> TResult {
     // Death notifications are process work; a thread that never entered the looper still
     // receives it when it reads with nothing else to do.

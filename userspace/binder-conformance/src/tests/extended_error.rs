@@ -52,6 +52,8 @@ fn read_clears(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: unknown handle: (BR_FAILED_REPLY, -ENOENT) from
+//   process.rs:Process::get_node_from_handle; C -EINVAL (docs/oracle.md)
 fn invalid_handle(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -69,6 +71,8 @@ fn invalid_handle(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: no manager: BinderError::new_dead (context.rs:Context::get_manager_node)
+//   has no errno, extended error stays (BR_OK, 0); C (BR_DEAD_REPLY, -EINVAL) (docs/oracle.md)
 fn no_context_manager(c: &Ctx) -> TResult {
     let b = client(c)?;
     let mut w = WriteBuf::new();
@@ -112,6 +116,8 @@ fn ids_increase(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: a new thread's extended error has a fresh id (thread.rs:InnerThread::new);
+//   C id 0 (docs/oracle.md)
 fn per_thread(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -174,6 +180,8 @@ fn replier_of_failed_reply_sees_ok(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: no mapping: BinderError::new_dead (process.rs:Process::buffer_alloc) has
+//   no errno, extended error stays (BR_OK, 0); C (BR_DEAD_REPLY, -ESRCH) (docs/oracle.md)
 fn dead_target_no_mmap(c: &Ctx) -> TResult {
     // A manager that never mapped its buffer cannot receive: BR_DEAD_REPLY, -ESRCH.
     let ready = harness::Pipe::new()?;

@@ -21,6 +21,9 @@ crate::tests!(
     freeze_twice_ok,
 );
 
+// 7.2 upstream Rust: BR_FROZEN_REPLY (BinderError::new_frozen, no errno) leaves the extended
+//   error at (BR_OK, 0) (thread.rs:Thread::transaction); C sets (BR_FROZEN_REPLY, 0)
+//   (docs/oracle.md)
 fn sync_to_frozen_frozen_reply(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -211,6 +214,10 @@ fn freeze_with_pending_reply_eagain(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BUG: BINDER_FREEZE waits only while outstanding_txns > 0, but Rust drops
+//   that count on delivery (transaction.rs:Transaction::do_work), so a call being handled returns
+//   EAGAIN at once instead of waiting for the timeout (process.rs:Process::ioctl_freeze)
+//   (docs/oracle.md)
 fn freeze_timeout_waits_then_eagain(c: &Ctx) -> TResult {
     let held = Pipe::new()?;
     let release = Pipe::new()?;

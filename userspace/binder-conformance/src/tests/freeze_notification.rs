@@ -76,6 +76,10 @@ fn freeze_and_unfreeze_reported(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BUG: a freeze change while BR_FROZEN_BINDER is unacknowledged still queues
+//   a FreezeMessage that writes nothing (freeze.rs:FreezeMessage::do_work, is_pending): poll()
+//   says POLLIN and the blocking read then sleeps forever (the test hangs); C only sets
+//   freeze->resend (docs/oracle.md)
 fn change_held_until_done(c: &Ctx) -> TResult {
     let (srv, b) = setup(c)?;
     request(&b, 0, COOKIE)?;
@@ -202,6 +206,9 @@ fn done_unknown_cookie_einval(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BC_REQUEST_FREEZE_NOTIFICATION on a dead node still reports
+//   BR_FROZEN_BINDER(not frozen) (freeze.rs:Process::request_freeze_notif always queues one); C
+//   queues nothing when ref->node->proc is NULL (docs/oracle.md)
 fn dead_node_no_event(c: &Ctx) -> TResult {
     // (Handle 0 answers BR_DEAD_REPLY as soon as the manager starts dying, before its
     // node is released: wait for the death notification, sent once the node is dead.)

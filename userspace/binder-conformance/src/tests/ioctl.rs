@@ -247,6 +247,8 @@ fn enable_oneway_spam_detection(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: a new thread's extended error already has a fresh id
+//   (thread.rs:InnerThread::new, next_err_id()); C leaves id 0 (docs/oracle.md)
 fn get_extended_error_fresh(c: &Ctx) -> TResult {
     let b = client(c)?;
     let e = ext_err(&b)?;
@@ -302,6 +304,8 @@ fn node_info_for_ref_reserved_nonzero(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: unknown handle gives ENOENT (process.rs:Process::get_node_info_from_ref),
+//   C gives EINVAL (docs/oracle.md)
 fn node_info_for_ref_bad_handle(c: &Ctx) -> TResult {
     let b = client(c)?;
     b.set_context_mgr()?;
@@ -317,6 +321,8 @@ fn node_info_for_ref_bad_handle(c: &Ctx) -> TResult {
     )
 }
 
+// 7.2 upstream Rust: handle 0 is not a ref of the manager: ENOENT
+//   (process.rs:Process::get_node_info_from_ref), C gives EINVAL (docs/oracle.md)
 fn node_info_for_ref_own_node(c: &Ctx) -> TResult {
     let b = client(c)?;
     b.set_context_mgr()?;
@@ -328,6 +334,8 @@ fn node_info_for_ref_own_node(c: &Ctx) -> TResult {
     )
 }
 
+// 7.2 upstream Rust: BINDER_FREEZE of a pid with no binder proc succeeds
+//   (process.rs:ioctl_freeze loops over zero procs); C returns EINVAL (docs/oracle.md)
 fn freeze_no_such_pid(c: &Ctx) -> TResult {
     let b = client(c)?;
     // The suite's runner (our parent) never opens a binder device.

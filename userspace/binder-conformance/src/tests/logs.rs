@@ -84,6 +84,9 @@ impl Logs {
     }
 }
 
+// 7.2 upstream Rust: no binder_logs/transaction_log or failed_transaction_log
+//   (rust_binderfs.c:init_binder_logs creates only stats, state, transactions, proc/)
+//   (docs/oracle.md)
 fn files_present(c: &Ctx) -> TResult {
     let l = Logs::open(c)?;
     for (f, head) in [
@@ -156,6 +159,9 @@ fn get(m: &BTreeMap<String, i64>, k: &str) -> i64 {
     m.get(k).copied().unwrap_or(0)
 }
 
+// 7.2 upstream Rust: binder_logs/stats has no 'proc: active N total M' object counters
+//   (stats.rs counts only BC/BR commands); C prints binder_stats obj_created/obj_deleted
+//   (docs/oracle.md)
 fn stats_return_to_baseline(c: &Ctx) -> TResult {
     let l = Logs::open(c)?;
     // Let earlier tests' deferred releases finish: wait for two equal samples.
@@ -225,6 +231,8 @@ fn stats_return_to_baseline(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: no binder_logs/failed_transaction_log in Rust
+//   (rust_binderfs.c:init_binder_logs) (docs/oracle.md)
 fn failed_transaction_logged(c: &Ctx) -> TResult {
     let l = Logs::open(c)?;
     let srv = spawn_std(c)?;
@@ -253,6 +261,8 @@ fn failed_transaction_logged(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: no binder_logs/transaction_log in Rust (rust_binderfs.c:init_binder_logs)
+//   (docs/oracle.md)
 fn transaction_logged(c: &Ctx) -> TResult {
     let l = Logs::open(c)?;
     let srv = spawn_std(c)?;
@@ -290,6 +300,8 @@ fn transaction_logged(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: transaction lines print 'to <pid>' without ':<tid>'
+//   (transaction.rs:Transaction::debug_print_inner); C prints 'to pid:tid' (docs/oracle.md)
 fn pending_transaction_in_state(c: &Ctx) -> TResult {
     let l = Logs::open(c)?;
     let held = Pipe::new()?;
@@ -428,6 +440,9 @@ fn proc_section(l: &Logs, pid: i32) -> TResult<String> {
     Ok(format!("{sect}\n"))
 }
 
+// 7.2 upstream Rust: per-proc stats say 'outstanding transactions:' instead of C's 'pending
+//   transactions:' (process.rs:Process::debug_print_stats); nothing actually leaks
+//   (docs/oracle.md)
 fn failed_transactions_leak_nothing(c: &Ctx) -> TResult {
     // After a series of transactions that fail half-way (objects already translated when
     // the failure is found), neither side keeps buffers, nodes, refs or pending work.

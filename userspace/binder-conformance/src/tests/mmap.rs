@@ -208,6 +208,9 @@ fn one_page_mapping(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BR_DEAD_REPLY without an errno source leaves the extended error at (BR_OK,
+//   0) (process.rs:buffer_alloc, thread.rs:Thread::transaction); C sets (BR_DEAD_REPLY, -ESRCH)
+//   (docs/oracle.md)
 fn receiver_without_mapping_dead_reply(c: &Ctx) -> TResult {
     let ready = Pipe::new()?;
     let dev = c.dev.clone();
@@ -235,6 +238,9 @@ fn receiver_without_mapping_dead_reply(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: no vma-close hook: munmap is only noticed when a page is inserted
+//   (page_range.rs:use_page_slow, plain ESRCH) -> BR_FAILED_REPLY; C clears alloc->vma on close
+//   -> BR_DEAD_REPLY (docs/oracle.md)
 fn receiver_unmapped_dead_reply(c: &Ctx) -> TResult {
     let ready = Pipe::new()?;
     let dev = c.dev.clone();

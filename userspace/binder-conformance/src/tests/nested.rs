@@ -147,6 +147,8 @@ fn recursion_depth_3(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: rejected by thread.rs:Thread::top_of_transaction_stack with -EINVAL (Rust
+//   has no todo-list check, see the TODO in transaction_inner); C uses -EPROTO (docs/oracle.md)
 fn new_call_with_transaction_in_todo_rejected(c: &Ctx) -> TResult {
     // While a callback BR_TRANSACTION sits unread at the head of the thread's todo list,
     // a new synchronous call from that thread is refused (EPROTO).

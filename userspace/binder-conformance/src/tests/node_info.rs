@@ -112,6 +112,8 @@ fn info(b: &Binder) -> TResult<(u32, u32, u32)> {
     Ok((u(0), u(4), u(8)))
 }
 
+// 7.2 upstream Rust: GET_NODE_INFO_FOR_REF counts differ: node.rs:Node::populate_counts weak
+//   count includes remote refs; C reports local_weak_refs only (docs/oracle.md)
 fn for_ref_counts_two_holders(c: &Ctx) -> TResult {
     let mgr = spawn_info_svcmgr(c)?;
     let svc = spawn_service(c, 0x7100)?;
@@ -138,6 +140,8 @@ fn for_ref_counts_two_holders(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: GET_NODE_INFO_FOR_REF counts differ: node.rs:Node::populate_counts weak
+//   count includes remote refs; C reports local_weak_refs only (docs/oracle.md)
 fn for_ref_after_owner_death(c: &Ctx) -> TResult {
     let mgr = spawn_info_svcmgr(c)?;
     let svc = spawn_service(c, 0x7200)?;

@@ -75,6 +75,9 @@ fn info_of(r: &Received) -> (u32, u32, u32) {
     (u(0), u(4), u(8))
 }
 
+// 7.2 upstream Rust: GET_NODE_INFO_FOR_REF counts differ: node.rs:Node::populate_counts reports
+//   the node's strong/weak ref counts (weak includes remote refs); C reports
+//   local_strong+internal_strong and local_weak_refs (docs/oracle.md)
 fn node_info_counts(c: &Ctx) -> TResult {
     let srv = spawn_ref_holder(c)?;
     let b = client(c)?;
@@ -242,6 +245,8 @@ fn done_for_unknown_node_ignored(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: GET_NODE_INFO_FOR_REF counts differ (node.rs:Node::populate_counts vs C
+//   local/internal refs), not the _DONE handling (docs/oracle.md)
 fn done_without_pending_ignored(c: &Ctx) -> TResult {
     let srv = spawn_ref_holder(c)?;
     let b = client(c)?;
@@ -258,6 +263,9 @@ fn done_without_pending_ignored(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: node.rs:Node::populate_counts does not count a pending
+//   BR_ACQUIRE/BR_INCREFS handshake (C's local_strong/local_weak refs), so (1,1) instead of (2,1)
+//   (docs/oracle.md)
 fn done_cookie_mismatch_ignored(c: &Ctx) -> TResult {
     let srv = spawn_ref_holder(c)?;
     let b = client(c)?;

@@ -61,6 +61,9 @@ fn expected(suspect: bool) -> Vec<u32> {
     v
 }
 
+// 7.2 upstream Rust: BR_ONEWAY_SPAM_SUSPECT on every one-way while space is low:
+//   range_alloc/{tree,array}.rs reserve_new have no latch like C's alloc->oneway_spam_detected
+//   (docs/oracle.md)
 fn suspect_reported_once(c: &Ctx) -> TResult {
     let sink = spawn_sink(c)?;
     let b = client(c)?;

@@ -253,6 +253,8 @@ fn invalid_handle_failed_reply(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: BC_REPLY without a transaction fails with -EINVAL
+//   (thread.rs:InnerThread::pop_transaction_to_reply); C uses -EPROTO (docs/oracle.md)
 fn reply_without_transaction(c: &Ctx) -> TResult {
     let srv = spawn_std(c)?;
     let b = client(c)?;
@@ -494,6 +496,8 @@ fn client_dies_before_reply(c: &Ctx) -> TResult {
     Ok(())
 }
 
+// 7.2 upstream Rust: bad transaction stack gives -EINVAL
+//   (thread.rs:Thread::top_of_transaction_stack); C uses -EPROTO (docs/oracle.md)
 fn second_sync_before_reply_rejected(c: &Ctx) -> TResult {
     let hold = Pipe::new()?;
     let srv = spawn_ctxmgr(c, |b, rec| {
