@@ -26,6 +26,11 @@ RUST_BINDER_FEATURE_UPSTREAM ??= "features/rust-binder/rust-binder-upstream.scc"
 # Set to "1" for the test kernel: KASAN, lockdep and Rust debug assertions.
 RUST_BINDER_DEBUG ??= "0"
 RUST_BINDER_FEATURE_6_12_DEBUG ??= "features/rust-binder/rust-binder-debug.scc"
+# Set to "1" to leave the C driver out of a 6.12 kernel: only the Rust driver
+# is built, and it serves binderfs whatever binder.impl= says.
+RUST_BINDER_ONLY ??= "0"
+RUST_BINDER_FEATURE_RUST_ONLY ??= "features/rust-binder/rust-binder-only.scc"
+RUST_BINDER_FEATURE_RUST_ONLY_DEBUG ??= "features/rust-binder/rust-binder-only-debug.scc"
 
 def rust_binder_kmeta_parent(d):
     import os
@@ -50,7 +55,12 @@ def rust_binder_feature(d):
         return chosen
     series = rust_binder_kernel_series(d)
     if series == (6, 12):
-        if d.getVar('RUST_BINDER_DEBUG') == '1':
+        debug = d.getVar('RUST_BINDER_DEBUG') == '1'
+        if d.getVar('RUST_BINDER_ONLY') == '1':
+            if debug:
+                return d.getVar('RUST_BINDER_FEATURE_RUST_ONLY_DEBUG')
+            return d.getVar('RUST_BINDER_FEATURE_RUST_ONLY')
+        if debug:
             return d.getVar('RUST_BINDER_FEATURE_6_12_DEBUG')
         return d.getVar('RUST_BINDER_FEATURE_6_12')
     if series and series >= (6, 18):

@@ -51,10 +51,12 @@ DEFAULT_DRIVER=${DEFAULT_DRIVER:-c}
 
 # kernel_feature DRIVER: the feature (.scc) whose kernel serves DRIVER on
 # $KVER. On 6.12 one test image carries both drivers (binder.impl= picks);
-# on 7.2 upstream makes the Rust driver exclude the C one: two images, no
-# patches of ours.
+# "rust-only" is the Rust driver in a kernel without the C one (the
+# rust-binder-only feature). On 7.2 upstream makes the Rust driver exclude
+# the C one: two images, no patches of ours.
 kernel_feature() {
 	case "$KVER:$1" in
+	6.12:rust-only) echo rust-binder-only-debug ;;
 	6.12:*) echo rust-binder-debug ;;
 	*:c) echo binder-c ;;
 	*:rust) echo rust-binder-upstream ;;

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Read the results of one harness boot; compare two boots.
 
-    ptest_report.py summarize DIR   ptest.log + console.log of DIR -> junit.xml,
+    ptest_report.py summarize DIR [DEFECTS DRIVER]
+                                    ptest.log + console.log of DIR -> junit.xml,
                                     results.txt (one "RESULT name" per test),
-                                    prints "passed failed skipped" and the problems
+                                    prints "passed failed skipped" and the problems;
+                                    a FAIL that DEFECTS lists for DRIVER becomes
+                                    KNOWN (counted as skipped, with its reason)
     ptest_report.py compare DIR_A DIR_B [KNOWN]
                                     tests whose result differs between two boots
                                     (KNOWN: a list of explained differences)
@@ -73,8 +76,21 @@ def parse_kunit(console):
     return tests
 
 
-def summarize(d):
+def load_defects(path, driver):
+    """The tests that DEFECTS (lines "driver test reason") lists for DRIVER."""
+    out = {}
+    if path and Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                drv, name, *why = line.split()
+                if drv == driver:
+                    out[name] = " ".join(why)
+    return out
+
+
+def summarize(d, defects=None, driver=None):
     d = Path(d)
+    known = load_defects(defects, driver)
     ptest = (d / "ptest.log").read_text(errors="replace") if (d / "ptest.log").exists() else ""
     console = (d / "console.log").read_text(errors="replace") if (d / "console.log").exists() else ""
     tests, problems = parse_ptest(ptest)
@@ -82,6 +98,7 @@ def summarize(d):
     splats = [l for l in console.splitlines() if SPLAT.search(l)]
     if splats:
         problems.append("kernel splat in console.log:\n    " + "\n    ".join(splats[:20]))
+    tests = [(p, n, "KNOWN" if r == "FAIL" and n in known else r, x) for p, n, r, x in tests]
     names = {}
     for pkg, name, res, _ in tests:
         if name in names:
@@ -90,7 +107,7 @@ def summarize(d):
     (d / "results.txt").write_text("".join(f"{r} {n}\n" for n, r in names.items()))
     with open(d / "junit.xml", "w") as j:
         fails = sum(1 for t in tests if t[2] == "FAIL")
-        skips = sum(1 for t in tests if t[2] == "SKIP")
+        skips = sum(1 for t in tests if t[2] in ("SKIP", "KNOWN"))
         j.write(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="{len(tests)}" failures="{fails}" skipped="{skips}">\n')
         pkgs = sorted({t[0] for t in tests})
         for p in pkgs:
@@ -102,15 +119,19 @@ def summarize(d):
                     j.write(f"<failure message={quoteattr(detail or 'FAIL')}/>")
                 elif res == "SKIP":
                     j.write(f"<skipped message={quoteattr(detail or 'SKIP')}/>")
+                elif res == "KNOWN":
+                    j.write(f"<skipped message={quoteattr('known defect of the ' + driver + ' driver: ' + known[name])}/>")
                 j.write("</testcase>\n")
             j.write("  </testsuite>\n")
         j.write("</testsuites>\n")
     for pkg, name, res, detail in tests:
         if res == "FAIL":
             print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
+        elif res == "KNOWN":
+            print(f"KNOWN: {name}: known defect of the {driver} driver: {known[name]}", file=sys.stderr)
     for p in problems:
         print(f"PROBLEM: {p}", file=sys.stderr)
-    counts = [sum(1 for t in tests if t[2] == r) for r in ("PASS", "FAIL", "SKIP")]
+    counts = [sum(1 for t in tests if t[2] in r) for r in (("PASS",), ("FAIL",), ("SKIP", "KNOWN"))]
     counts[1] += len(problems)
     print(*counts)
     return 0
@@ -134,6 +155,9 @@ def compare(a, b, known=None):
             continue  # KUnit runs the same doctests whichever driver is active
         x, y = ra.get(name, "MISSING"), rb.get(name, "MISSING")
         if x == y:
+            continue
+        if "KNOWN" in (x, y) and {x, y} <= {"KNOWN", "PASS"}:
+            print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} (known defect, see the known-defects list)")
             continue
         if expected.get(name, (None, None))[:2] == (x, y):
             print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} ({expected[name][2]})")

@@ -35,8 +35,11 @@ pub struct Verdicts {
     pub first_failed_round: Option<u64>,
     pub fatal: bool,
     pub mem_note: String,
-    /// Known C driver defects seen (state lines), reported as comments.
-    pub known: Vec<String>,
+    /// Dead nodes with a negative count left before fuzzing (state lines): comments.
+    pub leaks_before: Vec<String>,
+    /// Dead nodes with a negative count left by the fuzz rounds: failures of
+    /// fuzz::no_dead_node_leak.
+    pub leaks: Vec<String>,
 }
 
 impl Verdicts {
@@ -120,11 +123,11 @@ pub fn run(cfg: &Config, fs: &Fs, v: &mut Verdicts, log: &mut dyn FnMut(&str)) {
             Some("no binder_logs/state and stats (nor debugfs binder) to read".into());
     }
     if let Some(b) = &base {
-        for k in &b.known_c_leaks {
+        for k in &b.dead_node_leaks {
             log(&format!(
-                "before fuzzing (left by the regression tests or earlier runs): known C driver defect, not counted: {k}"
+                "before fuzzing (left by the regression tests or earlier runs): dead node with a negative count, not counted: {k}"
             ));
-            v.known.push(k.clone());
+            v.leaks_before.push(k.clone());
         }
         log(&format!(
             "baseline: {}",
@@ -422,12 +425,15 @@ fn round(
             last.as_ref().map(|s| s.diff(b).is_empty()).unwrap_or(false)
         });
         if let Some(snap) = &last {
-            for k in &snap.known_c_leaks {
-                if !v.known.contains(k) {
-                    log(&format!(
-                        "round {r} (seed {rs}): known C driver defect, not counted: dead node left with a negative count: {k}"
-                    ));
-                    v.known.push(k.clone());
+            for k in &snap.dead_node_leaks {
+                let seen = v.leaks_before.contains(k) || v.leaks.iter().any(|l| l.ends_with(k));
+                if !seen {
+                    let msg = format!(
+                        "round {r} (seed {rs}): dead node left with a negative count: {k}"
+                    );
+                    log(&msg);
+                    v.leaks.push(msg);
+                    v.failed(r);
                 }
             }
         }

@@ -171,12 +171,7 @@ fn main() {
             Some(why) => rep.skip("fuzz::counts_back_to_baseline", why),
             None => rep.result("fuzz::counts_back_to_baseline", &v.counts),
         }
-        if !v.known.is_empty() {
-            rep.comment(&format!(
-                "known C driver defect seen {} time(s) (dead node with local strong refs -1, never freed; see docs/robustness.md)",
-                v.known.len()
-            ));
-        }
+        rep.result("fuzz::no_dead_node_leak", &v.leaks);
         rep.comment(&v.mem_note);
         rep.result("fuzz::memory_back_to_baseline", &v.memory);
         if let Some(r) = v.first_failed_round {
