@@ -9,6 +9,7 @@
 //! replay it (`--seed S --round R`). Exit status 1 on any FAIL.
 
 mod fuzz;
+mod load;
 mod peer;
 mod regress;
 mod rng;
@@ -18,8 +19,9 @@ use std::io::Write;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: binder-fuzz [all|fuzz|regress] [--seed N] [--seconds N | --iterations N] \
-         [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S] [--list]"
+        "usage: binder-fuzz [all|fuzz|regress|load] [--seed N] [--seconds N | --iterations N] \
+         [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S] [--load-seconds N] \
+         [--list]"
     );
     std::process::exit(2);
 }
@@ -83,10 +85,12 @@ fn main() {
     let mut only_round: Option<u64> = None;
     let mut filter: Option<String> = None;
     let mut list = false;
+    let mut load_seconds = 15u64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "all" | "fuzz" | "regress" => what = a.clone(),
+            "all" | "fuzz" | "regress" | "load" => what = a.clone(),
+            "--load-seconds" => load_seconds = parse(args.next()),
             "--seed" => seed = Some(parse(args.next())),
             "--seconds" => seconds = Some(parse(args.next())),
             "--iterations" => rounds = Some(parse(args.next())),
@@ -132,6 +136,9 @@ fn main() {
     ));
     if what == "all" || what == "regress" {
         regress::run(&fs, filter.as_deref(), &mut rep);
+    }
+    if what == "all" || what == "load" {
+        load::run(&fs, load_seconds, &mut rep);
     }
     if what == "all" || what == "fuzz" {
         let cfg = fuzz::Config {
