@@ -172,25 +172,6 @@ fn serve(b: &Binder) {
 /// of an emulated, shared machine, a turn can take seconds.
 const CALL_WAIT_MS: i32 = 60_000;
 
-/// A synchronous call that waits up to `CALL_WAIT_MS` for each return.
-fn call(b: &Binder, p: &Payload) -> Result<Received, String> {
-    b.transact(0, CODE_ECHO, 0, p)
-        .map_err(|e| format!("BC_TRANSACTION write failed: {e}"))?;
-    match b.next_within(CALL_WAIT_MS)? {
-        Return::TransactionComplete => {}
-        r => return Err(format!("expected BR_TRANSACTION_COMPLETE, got {}", r.name())),
-    }
-    match b.next_within(CALL_WAIT_MS)? {
-        Return::Reply(td) => {
-            let rec = b.received(&td)?;
-            b.free_buffer(td.buffer)
-                .map_err(|e| format!("BC_FREE_BUFFER failed: {e}"))?;
-            Ok(rec)
-        }
-        r => Err(format!("expected BR_REPLY, got {}", r.name())),
-    }
-}
-
 /// A client thread: calls the server until the time is up.
 fn client(dev: &str, p: usize, t: usize, seconds: u64) -> (u64, Vec<String>) {
     let b = match Binder::open_mapped(dev) {
@@ -204,7 +185,7 @@ fn client(dev: &str, p: usize, t: usize, seconds: u64) -> (u64, Vec<String>) {
         let msg = format!("{p}/{t}/{n}");
         let mut pl = Payload::new();
         pl.bytes(msg.as_bytes());
-        match call(&b, &pl) {
+        match b.call_within(0, CODE_ECHO, &pl, CALL_WAIT_MS) {
             Ok(rec) if rec.data == msg.as_bytes() => n += 1,
             Ok(rec) => bad.push(format!("call {n}: echo {:?} for {msg:?}", rec.data)),
             Err(e) => bad.push(format!("call {n}: {e}")),

@@ -369,8 +369,13 @@ impl Binder {
     /// (BR_INCREFS -> BC_INCREFS_DONE, BR_ACQUIRE -> BC_ACQUIRE_DONE; BR_RELEASE,
     /// BR_DECREFS and BR_SPAWN_LOOPER are dropped).
     pub fn next_auto(&self) -> Result<Return, String> {
+        self.next_auto_within(DEFAULT_WAIT_MS)
+    }
+
+    /// `next_auto`, waiting at most `ms` for each return.
+    pub fn next_auto_within(&self, ms: i32) -> Result<Return, String> {
         loop {
-            let r = self.next()?;
+            let r = self.next_within(ms)?;
             match r {
                 Return::Increfs(pc) => {
                     let mut w = WriteBuf::new();
@@ -526,16 +531,27 @@ impl Binder {
     /// Returns the reply (copied) after freeing its buffer. Other outcomes are errors
     /// that name what arrived instead.
     pub fn call(&self, handle: u32, code: u32, p: &Payload) -> Result<Received, String> {
+        self.call_within(handle, code, p, DEFAULT_WAIT_MS)
+    }
+
+    /// `call`, waiting at most `ms` for each return (e.g. behind many other callers).
+    pub fn call_within(
+        &self,
+        handle: u32,
+        code: u32,
+        p: &Payload,
+        ms: i32,
+    ) -> Result<Received, String> {
         self.transact(handle, code, 0, p)
             .map_err(|e| format!("BC_TRANSACTION write failed: {e}"))?;
-        let r = self.next_auto()?;
+        let r = self.next_auto_within(ms)?;
         if r != Return::TransactionComplete {
             return Err(format!(
                 "expected BR_TRANSACTION_COMPLETE, got {}",
                 r.name()
             ));
         }
-        let r = self.next_auto()?;
+        let r = self.next_auto_within(ms)?;
         match r {
             Return::Reply(td) => {
                 let rec = self.received(&td)?;
