@@ -16,6 +16,8 @@ pub struct Config {
     pub seed: u64,
     pub rounds: Option<u64>,
     pub seconds: Option<u64>,
+    /// Stop once the fuzz rounds have made this many ioctls (or `seconds` ran out).
+    pub ioctls: Option<u64>,
     pub procs: usize,
     pub threads: usize,
     pub round_ms: u64,
@@ -141,6 +143,7 @@ pub fn run(cfg: &Config, fs: &Fs, v: &mut Verdicts, log: &mut dyn FnMut(&str)) {
     }
     log(&format!("baseline: MemFree={free0} kB Slab={slab0} kB"));
     let start = sys::now_ms();
+    let ioctls0 = sys::ioctl_count();
     let rounds: Box<dyn Iterator<Item = u64>> = match cfg.only_round {
         Some(r) => Box::new(r..r + 1),
         None => Box::new(0..cfg.rounds.unwrap_or(u64::MAX)),
@@ -149,6 +152,11 @@ pub fn run(cfg: &Config, fs: &Fs, v: &mut Verdicts, log: &mut dyn FnMut(&str)) {
     for r in rounds {
         if let Some(s) = cfg.seconds {
             if cfg.only_round.is_none() && sys::now_ms() - start >= s * 1000 {
+                break;
+            }
+        }
+        if let Some(n) = cfg.ioctls {
+            if cfg.only_round.is_none() && sys::ioctl_count() - ioctls0 >= n {
                 break;
             }
         }

@@ -1,12 +1,14 @@
 //! binder-fuzz: a seeded, reproducible multi-process fuzzer for Linux binder drivers,
 //! and regression tests for the known binder bug patterns.
 //!
-//!   binder-fuzz [all|fuzz|regress] [--seed N] [--seconds N | --iterations N]
-//!               [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S]
+//!   binder-fuzz [all|fuzz|regress|load] [--seed N] [--seconds N] [--ioctls N]
+//!               [--iterations N] [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S]
 //!
 //! Prints ptest lines (`PASS: fuzz::<case>`, `FAIL: regress::<case>`, ...) with `# `
 //! comment lines, the seed of the run, and on a fuzz failure the seed and round that
-//! replay it (`--seed S --round R`). Exit status 1 on any FAIL.
+//! replay it (`--seed S --round R`). Exit status 1 on any FAIL. Fuzz rounds go on
+//! until `--ioctls` ioctls or `--seconds` seconds, whichever comes first (60 s when
+//! neither nor `--iterations` is given).
 
 mod fuzz;
 mod load;
@@ -19,7 +21,7 @@ use std::io::Write;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: binder-fuzz [all|fuzz|regress|load] [--seed N] [--seconds N | --iterations N] \
+        "usage: binder-fuzz [all|fuzz|regress|load] [--seed N] [--seconds N] [--ioctls N] [--iterations N] \
          [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S] [--load-seconds N] \
          [--list]"
     );
@@ -78,6 +80,7 @@ fn main() {
     let mut what = "all".to_string();
     let mut seed: Option<u64> = None;
     let mut seconds: Option<u64> = None;
+    let mut ioctls: Option<u64> = None;
     let mut rounds: Option<u64> = None;
     let mut procs = 4usize;
     let mut threads = 3usize;
@@ -93,6 +96,7 @@ fn main() {
             "--load-seconds" => load_seconds = parse(args.next()),
             "--seed" => seed = Some(parse(args.next())),
             "--seconds" => seconds = Some(parse(args.next())),
+            "--ioctls" => ioctls = Some(parse(args.next())),
             "--iterations" => rounds = Some(parse(args.next())),
             "--procs" => procs = parse(args.next()),
             "--threads" => threads = parse(args.next()),
@@ -119,7 +123,7 @@ fn main() {
         rng::splitmix(ts.tv_sec as u64 ^ ((ts.tv_nsec as u64) << 20) ^ std::process::id() as u64)
             & 0xffff_ffff
     });
-    if seconds.is_none() && rounds.is_none() && only_round.is_none() {
+    if seconds.is_none() && ioctls.is_none() && rounds.is_none() && only_round.is_none() {
         seconds = Some(60);
     }
     sys::shared_init();
@@ -145,6 +149,7 @@ fn main() {
             seed,
             rounds,
             seconds,
+            ioctls,
             procs: procs.clamp(2, sys::MAX_PEERS),
             threads: threads.max(1),
             round_ms: round_ms.max(200),
@@ -155,7 +160,12 @@ fn main() {
             match (only_round, rounds, seconds) {
                 (Some(r), _, _) => format!("replaying round {r}"),
                 (None, Some(n), _) => format!("{n} rounds"),
-                (None, None, Some(s)) => format!("{s} s"),
+                (None, None, _) => match (ioctls, seconds) {
+                    (Some(n), Some(s)) => format!("until {n} ioctls (at most {s} s)"),
+                    (Some(n), None) => format!("until {n} ioctls"),
+                    (None, Some(s)) => format!("{s} s"),
+                    (None, None) => String::new(),
+                },
                 _ => String::new(),
             },
             cfg.procs,
