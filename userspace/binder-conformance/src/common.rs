@@ -168,6 +168,39 @@ pub fn still_works(b: &Binder) -> TResult {
     Ok(())
 }
 
+/// Call `handle` and serve nested transactions that arrive on this thread meanwhile
+/// with `serve` (which may itself call). Returns the reply (buffer freed).
+pub fn call_serving<F>(
+    b: &Binder,
+    handle: u32,
+    code: u32,
+    p: &Payload,
+    serve: &F,
+) -> Result<Received, String>
+where
+    F: Fn(&Binder, &Received) -> Result<Payload, String>,
+{
+    b.transact(handle, code, 0, p).map_err(|e| e.to_string())?;
+    loop {
+        match b.next_auto()? {
+            Return::TransactionComplete => {}
+            Return::Transaction(td) => {
+                let rec = b.received(&td)?;
+                let reply = serve(b, &rec)?;
+                let mut w = WriteBuf::new();
+                w.free_buffer(td.buffer).reply(0, &reply);
+                b.write(&w).map_err(|e| e.to_string())?;
+            }
+            Return::Reply(td) => {
+                let rec = b.received(&td)?;
+                b.free_buffer(td.buffer).map_err(|e| e.to_string())?;
+                return Ok(rec);
+            }
+            other => return Err(format!("while waiting for a reply: {}", other.name())),
+        }
+    }
+}
+
 /// Expect an ioctl result to be a specific errno.
 pub fn expect_errno<T>(r: std::io::Result<T>, errno: i32, what: &str) -> TResult {
     match r {
@@ -417,13 +450,22 @@ pub fn spawn_service_with<F>(ctx: &Ctx, ptr: u64, handler: F) -> Result<Server, 
 where
     F: FnMut(&Binder, &Received) -> Result<Step, String>,
 {
+    spawn_service_flags(ctx, ptr, 0, handler)
+}
+
+/// `spawn_service_with`, publishing the node with these flat_binder_object `flags`
+/// (FLAT_BINDER_FLAG_PRIORITY_MASK bits: the node's min_priority, ...).
+pub fn spawn_service_flags<F>(ctx: &Ctx, ptr: u64, flags: u32, handler: F) -> Result<Server, String>
+where
+    F: FnMut(&Binder, &Received) -> Result<Step, String>,
+{
     let ready = Pipe::new().map_err(|e| e.to_string())?;
     let dev = ctx.dev.clone();
     let p = fork_proc(|| {
         let b = Binder::open_mapped(&dev)?;
         b.enter_looper()?;
         let mut pl = Payload::new();
-        pl.binder(ptr, cookie_for(ptr), 0);
+        pl.binder(ptr, cookie_for(ptr), flags);
         b.call(0, CODE_REGISTER, &pl)?;
         ready.send_u64(harness::getpid() as u64)?;
         serve_loop(&b, handler)

@@ -502,6 +502,72 @@ pub fn geteuid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The calling thread's nice value (-20..19). Linux keeps nice per thread.
+pub fn nice() -> i32 {
+    // The raw syscall returns 20 - nice (1..40), so -1 is unambiguous as an error.
+    // SAFETY: trivial syscall on our own thread.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getpriority,
+            libc::PRIO_PROCESS as libc::c_int,
+            gettid() as libc::c_long,
+        )
+    };
+    if r < 0 {
+        panic!("getpriority: {}", io::Error::last_os_error());
+    }
+    20 - r as i32
+}
+
+/// Set the calling thread's nice value (threads forked or spawned afterwards inherit it).
+pub fn set_nice(n: i32) -> io::Result<()> {
+    // SAFETY: trivial syscall on our own thread.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_setpriority,
+            libc::PRIO_PROCESS as libc::c_int,
+            gettid() as libc::c_long,
+            n as libc::c_long,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Run `f` with the calling thread at nice `n` (a process forked or a binder opened
+/// meanwhile starts from that value), then put the thread's nice back.
+pub fn at_nice<T, F: FnOnce() -> Result<T, String>>(n: i32, f: F) -> Result<T, String> {
+    let old = nice();
+    set_nice(n).map_err(|e| format!("setpriority({n}): {e}"))?;
+    let r = f();
+    set_nice(old).map_err(|e| format!("setpriority({old}) back: {e}"))?;
+    r
+}
+
+/// Become the unprivileged `uid` (gid the same, no supplementary groups, no
+/// capabilities left) with RLIMIT_NICE set to `rlimit_nice` (the lowest nice the
+/// process may then set itself is 20 - rlimit_nice). Call as root; fds stay open.
+pub fn drop_privileges(uid: u32, rlimit_nice: u64) -> io::Result<()> {
+    let rl = libc::rlimit {
+        rlim_cur: rlimit_nice as libc::rlim_t,
+        rlim_max: rlimit_nice as libc::rlim_t,
+    };
+    // SAFETY: plain syscalls with valid arguments; the wrappers apply them to every
+    // thread of the process.
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_NICE, &rl) != 0
+            || libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setresgid(uid, uid, uid) != 0
+            || libc::setresuid(uid, uid, uid) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Poll `f` every 20 ms until it returns true or `timeout` passes.
 pub fn wait_until<F: FnMut() -> bool>(timeout: Duration, mut f: F) -> bool {
     let deadline = Instant::now() + timeout;

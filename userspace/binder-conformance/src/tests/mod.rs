@@ -26,6 +26,7 @@ pub mod mmap;
 pub mod nested;
 pub mod node_info;
 pub mod objects;
+pub mod priority;
 pub mod refcount;
 pub mod smoke;
 pub mod spam;
@@ -46,6 +47,7 @@ pub fn all() -> Vec<Test> {
     v.extend(death::tests());
     v.extend(looper::tests());
     v.extend(nested::tests());
+    v.extend(priority::tests());
     v.extend(freeze::tests());
     v.extend(freeze_notification::tests());
     v.extend(spam::tests());

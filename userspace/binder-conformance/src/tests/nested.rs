@@ -17,39 +17,6 @@ crate::tests!(
 
 const CALLER_NODE: u64 = 0xca11;
 
-/// Call `handle` and serve nested transactions that arrive on this thread meanwhile
-/// with `serve` (which may itself call). Returns the reply (buffer freed).
-fn call_serving<F>(
-    b: &Binder,
-    handle: u32,
-    code: u32,
-    p: &Payload,
-    serve: &F,
-) -> Result<Received, String>
-where
-    F: Fn(&Binder, &Received) -> Result<Payload, String>,
-{
-    b.transact(handle, code, 0, p).map_err(|e| e.to_string())?;
-    loop {
-        match b.next_auto()? {
-            Return::TransactionComplete => {}
-            Return::Transaction(td) => {
-                let rec = b.received(&td)?;
-                let reply = serve(b, &rec)?;
-                let mut w = WriteBuf::new();
-                w.free_buffer(td.buffer).reply(0, &reply);
-                b.write(&w).map_err(|e| e.to_string())?;
-            }
-            Return::Reply(td) => {
-                let rec = b.received(&td)?;
-                b.free_buffer(td.buffer).map_err(|e| e.to_string())?;
-                return Ok(rec);
-            }
-            other => return Err(format!("while waiting for a reply: {}", other.name())),
-        }
-    }
-}
-
 fn u32_of(d: &[u8]) -> u32 {
     u32::from_ne_bytes(d[0..4].try_into().unwrap())
 }
