@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Read the results of one harness boot; compare two boots.
 
-    ptest_report.py summarize DIR [DEFECTS DRIVER]
+    ptest_report.py summarize DIR [DEFECTS DRIVER [DIFFS]]
                                     ptest.log + console.log of DIR -> junit.xml,
                                     results.txt (one "RESULT name" per test),
                                     prints "passed failed skipped" and the problems;
-                                    a FAIL that DEFECTS lists for DRIVER becomes
-                                    KNOWN (counted as skipped, with its reason)
+                                    a FAIL that DEFECTS lists for DRIVER, or that
+                                    the known differences DIFFS of a reference
+                                    kernel expect on DRIVER, becomes KNOWN
+                                    (counted as skipped, with its reason)
     ptest_report.py compare DIR_A DIR_B [KNOWN]
                                     tests whose result differs between two boots
                                     (KNOWN: a list of explained differences)
@@ -88,9 +90,25 @@ def load_defects(path, driver):
     return out
 
 
-def summarize(d, defects=None, driver=None):
+def load_differences(path, driver):
+    """The tests that the known-differences list DIFFS (lines "name C Rust category")
+    expects to FAIL on DRIVER ("c" or "rust"): on a reference kernel, the places where
+    its two drivers disagree, each explained in docs/oracle.md."""
+    out = {}
+    col = {"c": 1, "rust": 2}.get(driver)
+    if path and col and Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                f = line.split()
+                if f[col] == "FAIL":
+                    out[f[0]] = f"known difference between the reference drivers (category {' '.join(f[3:])}, docs/oracle.md)"
+    return out
+
+
+def summarize(d, defects=None, driver=None, diffs=None):
     d = Path(d)
     known = load_defects(defects, driver)
+    known.update(load_differences(diffs, driver))
     ptest = (d / "ptest.log").read_text(errors="replace") if (d / "ptest.log").exists() else ""
     console = (d / "console.log").read_text(errors="replace") if (d / "console.log").exists() else ""
     tests, problems = parse_ptest(ptest)
@@ -125,7 +143,7 @@ def summarize(d, defects=None, driver=None):
                 elif res == "SKIP":
                     j.write(f"<skipped message={quoteattr(detail or 'SKIP')}/>")
                 elif res == "KNOWN":
-                    j.write(f"<skipped message={quoteattr('known defect of the ' + driver + ' driver: ' + known[name])}/>")
+                    j.write(f"<skipped message={quoteattr('known on the ' + driver + ' driver: ' + known[name])}/>")
                 j.write("</testcase>\n")
             j.write("  </testsuite>\n")
         j.write("</testsuites>\n")
@@ -133,13 +151,18 @@ def summarize(d, defects=None, driver=None):
         if res == "FAIL":
             print(f"FAIL: {name}" + (f"\n{detail}" if detail else ""), file=sys.stderr)
         elif res == "KNOWN":
-            print(f"KNOWN: {name}: known defect of the {driver} driver: {known[name]}", file=sys.stderr)
+            print(f"KNOWN: {name}: on the {driver} driver: {known[name]}", file=sys.stderr)
     for p in problems:
         print(f"PROBLEM: {p}", file=sys.stderr)
     counts = [sum(1 for t in tests if t[2] in r) for r in (("PASS",), ("FAIL",), ("SKIP", "KNOWN"))]
     counts[1] += len(problems)
     print(*counts)
     return 0
+
+
+def fail(r):
+    """A KNOWN result is a FAIL that a list expects."""
+    return "FAIL" if r == "KNOWN" else r
 
 
 def compare(a, b, known=None):
@@ -164,13 +187,13 @@ def compare(a, b, known=None):
         if "KNOWN" in (x, y) and {x, y} <= {"KNOWN", "PASS"}:
             print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} (known defect, see the known-defects list)")
             continue
-        if expected.get(name, (None, None))[:2] == (x, y):
+        if expected.get(name, (None, None))[:2] == (fail(x), fail(y)):
             print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} ({expected[name][2]})")
             continue
         print(f"DIFFERS: {name}: {Path(a).name}={x} {Path(b).name}={y}")
         diff += 1
     for name, (x, y, cat) in sorted(expected.items()):
-        if (ra.get(name, "MISSING"), rb.get(name, "MISSING")) != (x, y):
+        if (fail(ra.get(name, "MISSING")), fail(rb.get(name, "MISSING"))) != (x, y):
             print(f"VANISHED: {name}: listed in {known} as {x}/{y}, now "
                   f"{ra.get(name, 'MISSING')}/{rb.get(name, 'MISSING')}")
             diff += 1
