@@ -44,6 +44,14 @@ scc_walk() {
 	return 0
 }
 
+# machine_frags: the harness's machine fragments for $KVER, before a feature's
+# own: qemuarm64.cfg, and on 6.12 the 32-bit userspace support that the
+# lib32-binder-conformance ptest needs (qemuarm64-compat.cfg).
+machine_frags() {
+	echo "$top/scripts/lib/qemuarm64.cfg"
+	[ "$KVER" != 6.12 ] || echo "$top/scripts/lib/qemuarm64-compat.cfg"
+}
+
 # The driver(s) scripts/check tests by default: both, from one test image
 # (binder.impl= picks the driver at boot), and every test must give the same
 # result on C and on Rust (apart from the known defects of C,
