@@ -32,6 +32,10 @@ do_install() {
     install -m 0755 ${B}/target/${CARGO_TARGET_SUBDIR}/${BPN} ${D}${bindir}/${BPN}
 }
 
+# A 32-bit build for an arm64 machine (binder's compat ioctl path) comes from
+# multilib: MULTILIBS = "multilib:lib32" with an armv7 DEFAULTTUNE:virtclass-multilib-lib32
+# in local.conf, then IMAGE_INSTALL:append = " lib32-binder-conformance-ptest".
+
 # run-ptest runs ./binder-conformance from the ptest directory.
 do_install_ptest() {
     ln -sf ${bindir}/${BPN} ${D}${PTEST_PATH}/${BPN}

@@ -31,6 +31,14 @@ SPLAT = re.compile(
 )
 KTAP_CASE = re.compile(r"^(?:\[[^\]]*\] )?    (not ok|ok) \d+ (\S+)(.*)$")
 KTAP_SUITE = re.compile(r"^(?:\[[^\]]*\] )?    # Subtest: (\S+)")
+# A multilib build of a ptest package (Yocto's lib32-<pkg>, e.g. the 32-bit
+# conformance suite) reports the same test names: they get this prefix, and a
+# known defect or difference listed for the plain name covers them too.
+MULTILIB = "lib32"
+
+
+def base_name(name):
+    return name[len(MULTILIB) + 1:] if name.startswith(MULTILIB + ":") else name
 
 
 def parse_ptest(text):
@@ -57,7 +65,10 @@ def parse_ptest(text):
             m = RESULT.match(line)
             if m:
                 seen += 1
-                tests.append((pkg or "?", m.group(2), m.group(1), "\n".join(comment)))
+                name = m.group(2)
+                if (pkg or "").startswith(MULTILIB + "-"):
+                    name = f"{MULTILIB}:{name}"
+                tests.append((pkg or "?", name, m.group(1), "\n".join(comment)))
                 comment = []
     if not stopped:
         problems.append("ptest-runner never finished (guest crashed or hung)")
@@ -116,6 +127,7 @@ def summarize(d, defects=None, driver=None, diffs=None):
     splats = [l for l in console.splitlines() if SPLAT.search(l)]
     if splats:
         problems.append("kernel splat in console.log:\n    " + "\n    ".join(splats[:20]))
+    known.update({n: known[base_name(n)] for _, n, _, _ in tests if base_name(n) in known})
     tests = [(p, n, "KNOWN" if r == "FAIL" and n in known else r, x) for p, n, r, x in tests]
     # A package whose only failures are known defects exits non-zero for them:
     # that exit status is the known defect too, not another problem.
@@ -187,8 +199,8 @@ def compare(a, b, known=None):
         if "KNOWN" in (x, y) and {x, y} <= {"KNOWN", "PASS"}:
             print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} (known defect, see the known-defects list)")
             continue
-        if expected.get(name, (None, None))[:2] == (fail(x), fail(y)):
-            print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} ({expected[name][2]})")
+        if expected.get(base_name(name), (None, None))[:2] == (fail(x), fail(y)):
+            print(f"KNOWN: {name}: {Path(a).name}={x} {Path(b).name}={y} ({expected[base_name(name)][2]})")
             continue
         print(f"DIFFERS: {name}: {Path(a).name}={x} {Path(b).name}={y}")
         diff += 1

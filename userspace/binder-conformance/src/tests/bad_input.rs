@@ -65,8 +65,24 @@ crate::tests!(
     command_overruns_write_size,
 );
 
-/// An address in the kernel half of the arm64/x86_64 address space.
-const KERNEL_PTR: usize = 0xffff_8000_0000_0000;
+/// An address in the kernel half of the arm64/x86_64 address space. As a u64 field of a
+/// uapi struct (binder_uintptr_t) it is the same value for a 32-bit (compat) process:
+/// the driver takes such fields as 64-bit user pointers.
+const KERNEL_PTR: u64 = 0xffff_8000_0000_0000;
+
+/// `KERNEL_PTR` as an ioctl argument. A 32-bit process cannot pass one: its argument is a
+/// 32-bit value that compat_ptr() zero-extends into the low 4 GiB, all of it user space
+/// on arm64, so the case is the NULL case again; skip it there.
+fn kernel_ptr_arg() -> TResult<usize> {
+    match usize::try_from(KERNEL_PTR) {
+        Ok(p) => Ok(p),
+        Err(_) => binder_uapi::skip!(
+            "32-bit process: an ioctl argument cannot be a kernel address \
+             (compat_ptr() zero-extends it into the low 4 GiB); the NULL case covers an \
+             unusable argument"
+        ),
+    }
+}
 
 // 7.2 upstream Rust: unwritable BINDER_VERSION arg gives EFAULT (process.rs:Process::version
 //   via UserSlice); C's binder_ioctl returns EINVAL (docs/oracle.md)
@@ -84,9 +100,10 @@ fn version_null_ptr(c: &Ctx) -> TResult {
 // 7.2 upstream Rust: kernel-address BINDER_VERSION arg gives EFAULT
 //   (process.rs:Process::version via UserSlice); C returns EINVAL (docs/oracle.md)
 fn version_kernel_ptr(c: &Ctx) -> TResult {
+    let arg = kernel_ptr_arg()?;
     let b = client(c)?;
     expect_errno(
-        b.ioctl_raw(BINDER_VERSION, KERNEL_PTR),
+        b.ioctl_raw(BINDER_VERSION, arg),
         libc::EINVAL,
         "BINDER_VERSION(kernel ptr)",
     )
@@ -185,10 +202,11 @@ fn write_read_null_ptr(c: &Ctx) -> TResult {
 }
 
 fn write_read_kernel_ptr(c: &Ctx) -> TResult {
+    let arg = kernel_ptr_arg()?;
     let srv = spawn_std(c)?;
     let b = client(c)?;
     expect_errno(
-        b.ioctl_raw(BINDER_WRITE_READ, KERNEL_PTR),
+        b.ioctl_raw(BINDER_WRITE_READ, arg),
         libc::EFAULT,
         "BINDER_WRITE_READ(kernel ptr)",
     )?;
@@ -225,7 +243,7 @@ fn write_buffer_null(c: &Ctx) -> TResult {
     ensure_eq!(bwr.write_consumed, 0, "write_consumed");
     let mut bwr = binder_write_read {
         write_size: 4,
-        write_buffer: KERNEL_PTR as u64,
+        write_buffer: KERNEL_PTR,
         ..Default::default()
     };
     expect_errno(
@@ -410,7 +428,7 @@ fn free_buffer_bogus(c: &Ctx) -> TResult {
         8,
         b.map_addr(),
         b.map_addr() + 4096,
-        KERNEL_PTR as u64,
+        KERNEL_PTR,
         u64::MAX,
     ] {
         expect_ok(
@@ -550,7 +568,7 @@ fn txn_data_kernel_ptr(c: &Ctx) -> TResult {
     let td = binder_transaction_data {
         code: CODE_ECHO,
         data_size: 16,
-        buffer: KERNEL_PTR as u64,
+        buffer: KERNEL_PTR,
         ..Default::default()
     };
     bad_txn(&b, &td, -libc::EFAULT, "data pointer in the kernel")?;
