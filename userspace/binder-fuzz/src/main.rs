@@ -166,7 +166,6 @@ fn main() {
                     (None, Some(s)) => format!("{s} s"),
                     (None, None) => String::new(),
                 },
-                _ => String::new(),
             },
             cfg.procs,
             cfg.threads,
