@@ -43,7 +43,8 @@ impl Ep {
     /// Open `path` and map `map` bytes of buffer space.
     pub fn open(path: &str, map: usize) -> Result<Ep, String> {
         let mut b = Binder::open(path).map_err(|e| format!("open {path}: {e}"))?;
-        b.mmap(map).map_err(|e| format!("mmap {map} of {path}: {e}"))?;
+        b.mmap(map)
+            .map_err(|e| format!("mmap {map} of {path}: {e}"))?;
         Ok(Ep {
             b,
             out: Vec::with_capacity(512),
@@ -103,8 +104,16 @@ impl Ep {
             sender_euid: 0,
             data_size: data.len() as u64,
             offsets_size: (offs.len() * 8) as u64,
-            buffer: if data.is_empty() { 0 } else { data.as_ptr() as u64 },
-            offsets: if offs.is_empty() { 0 } else { offs.as_ptr() as u64 },
+            buffer: if data.is_empty() {
+                0
+            } else {
+                data.as_ptr() as u64
+            },
+            offsets: if offs.is_empty() {
+                0
+            } else {
+                offs.as_ptr() as u64
+            },
         };
         self.cmd_with(BC_TRANSACTION, &td);
     }
@@ -112,7 +121,14 @@ impl Ep {
     /// A call as a client does it: BC_TRANSACTION, then read until BR_REPLY (sync) or
     /// BR_TRANSACTION_COMPLETE (one-way). The reply buffer is freed with the next write.
     /// Node reference requests on the way are acknowledged as libbinder does.
-    pub fn call(&mut self, handle: u32, code: u32, flags: u32, data: &[u8], offs: &[u64]) -> Result<(), String> {
+    pub fn call(
+        &mut self,
+        handle: u32,
+        code: u32,
+        flags: u32,
+        data: &[u8],
+        offs: &[u64],
+    ) -> Result<(), String> {
         self.queue_txn(handle, code, flags, data, offs);
         let oneway = flags & TF_ONE_WAY != 0;
         loop {
@@ -122,7 +138,10 @@ impl Ep {
             let Ep { rbuf, out, .. } = self;
             for r in ReadIter::new(&rbuf[..n]) {
                 match r {
-                    Return::Noop | Return::SpawnLooper | Return::Release(_) | Return::Decrefs(_) => {}
+                    Return::Noop
+                    | Return::SpawnLooper
+                    | Return::Release(_)
+                    | Return::Decrefs(_) => {}
                     Return::TransactionComplete => {
                         if oneway {
                             done = true;
@@ -231,7 +250,10 @@ fn scan_objects(td: &binder_transaction_data, held: &mut HashSet<u32>, out: &mut
         // SAFETY: the object lies inside the received data (checked above for its header;
         // the driver validated the whole object before delivering it).
         let obj = unsafe {
-            core::slice::from_raw_parts((td.buffer + off) as *const u8, (td.data_size - off) as usize)
+            core::slice::from_raw_parts(
+                (td.buffer + off) as *const u8,
+                (td.data_size - off) as usize,
+            )
         };
         let ty: u32 = read_pod(obj);
         if ty == BINDER_TYPE_FD {

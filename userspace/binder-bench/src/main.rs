@@ -122,7 +122,10 @@ fn pin_to(cpu: usize) -> Result<(), String> {
         let mut set: libc::cpu_set_t = core::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!("sched_setaffinity({cpu}): {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "sched_setaffinity({cpu}): {}",
+                std::io::Error::last_os_error()
+            ));
         }
     }
     Ok(())
@@ -184,7 +187,13 @@ fn main() {
             }
             "-h" | "--help" => usage(),
             "--bail-on-hang" => cfg.bail_on_hang = true,
-            "--scale" => scale = Some(args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage())),
+            "--scale" => {
+                scale = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or_else(|| usage()),
+                )
+            }
             s if s.starts_with("--") => {
                 let v = args.next().unwrap_or_else(|| usage());
                 explicit.push((s.to_string(), v));
@@ -233,7 +242,9 @@ fn main() {
     let mut hung: Option<&str> = None;
     for w in selected {
         if let Some(h) = hung {
-            note(&format!("{w}: not run, {h} hung before it (--bail-on-hang)"));
+            note(&format!(
+                "{w}: not run, {h} hung before it (--bail-on-hang)"
+            ));
             println!("SKIP: bench::{w}");
             continue;
         }

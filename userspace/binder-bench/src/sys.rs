@@ -35,8 +35,13 @@ pub fn pipe_pingpong(cfg: &Cfg) -> Result<(), String> {
         let t = Instant::now();
         // SAFETY: our pipe fds, a one-byte buffer.
         unsafe {
-            if libc::write(there.w, b.as_ptr() as *const _, 1) != 1 || libc::read(back.r, b.as_mut_ptr() as *mut _, 1) != 1 {
-                return Err(format!("pipe ping-pong: {}", std::io::Error::last_os_error()));
+            if libc::write(there.w, b.as_ptr() as *const _, 1) != 1
+                || libc::read(back.r, b.as_mut_ptr() as *mut _, 1) != 1
+            {
+                return Err(format!(
+                    "pipe ping-pong: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
         }
         if i >= cfg.warm {
@@ -51,7 +56,15 @@ pub fn pipe_pingpong(cfg: &Cfg) -> Result<(), String> {
 fn futex(addr: &AtomicU32, op: i32, val: u32) {
     // SAFETY: a futex word in shared memory that outlives both processes' use of it.
     unsafe {
-        libc::syscall(libc::SYS_futex, addr.as_ptr(), op, val, core::ptr::null::<libc::timespec>(), 0usize, 0u32);
+        libc::syscall(
+            libc::SYS_futex,
+            addr.as_ptr(),
+            op,
+            val,
+            core::ptr::null::<libc::timespec>(),
+            0usize,
+            0u32,
+        );
     }
 }
 
@@ -60,24 +73,29 @@ fn futex(addr: &AtomicU32, op: i32, val: u32) {
 pub fn futex_pingpong(cfg: &Cfg) -> Result<(), String> {
     // SAFETY: an anonymous shared page, unmapped at the end.
     let page = unsafe {
-        libc::mmap(core::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1, 0)
+        libc::mmap(
+            core::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
     };
     if page == libc::MAP_FAILED {
         return Err(format!("mmap: {}", std::io::Error::last_os_error()));
     }
     // SAFETY: the page is zeroed, aligned, and lives until munmap below.
     let word: &'static AtomicU32 = unsafe { &*(page as *const AtomicU32) };
-    let child = fork_proc(move || {
-        loop {
-            let v = word.load(Ordering::Acquire);
-            match v {
-                1 => {
-                    word.store(2, Ordering::Release);
-                    futex(word, libc::FUTEX_WAKE, 1);
-                }
-                3 => return Ok(()),
-                _ => futex(word, libc::FUTEX_WAIT, v),
+    let child = fork_proc(move || loop {
+        let v = word.load(Ordering::Acquire);
+        match v {
+            1 => {
+                word.store(2, Ordering::Release);
+                futex(word, libc::FUTEX_WAKE, 1);
             }
+            3 => return Ok(()),
+            _ => futex(word, libc::FUTEX_WAIT, v),
         }
     })
     .map_err(|e| format!("fork: {e}"))?;
@@ -189,7 +207,13 @@ fn sleep_forever() -> ! {
 /// looper. Without it they only sleep, with the same fds and mappings otherwise.
 /// `proc_binder`: open and map the device in each process even when `binder` is false
 /// (for the per-thread figure, whose baseline has the process but not the threads).
-fn spawn_group(dev: &str, procs: usize, threads: usize, binder: bool, proc_binder: bool) -> Result<Vec<i32>, String> {
+fn spawn_group(
+    dev: &str,
+    procs: usize,
+    threads: usize,
+    binder: bool,
+    proc_binder: bool,
+) -> Result<Vec<i32>, String> {
     let ready = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
     let mut pids = Vec::new();
     for _ in 0..procs {
@@ -262,7 +286,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Memory of one group minus the memory of the same group without binder, per unit.
-fn measure(dev: &str, procs: usize, threads: usize, per_thread: bool, units: usize, reps: usize) -> Result<(f64, f64), String> {
+fn measure(
+    dev: &str,
+    procs: usize,
+    threads: usize,
+    per_thread: bool,
+    units: usize,
+    reps: usize,
+) -> Result<(f64, f64), String> {
     let mut used = Vec::new();
     let mut slab = Vec::new();
     for _ in 0..reps {
@@ -298,6 +329,9 @@ pub fn memory(cfg: &Cfg, per_thread: bool) -> Result<(), String> {
     let (used, slab) = measure(&path, procs, threads, per_thread, units, cfg.mem_reps)?;
     figure(name, "kernel", "KiB", Better::Lower, used / 1024.0);
     figure(name, "slab", "KiB", Better::Lower, slab / 1024.0);
-    note(&format!("{name}: {units} units, median of {} repetitions", cfg.mem_reps));
+    note(&format!(
+        "{name}: {units} units, median of {} repetitions",
+        cfg.mem_reps
+    ));
     Ok(())
 }

@@ -22,8 +22,13 @@ static DEV_SEQ: AtomicU32 = AtomicU32::new(0);
 /// A fresh binderfs device of our own, removed on drop.
 pub fn new_device() -> Result<binderfs::Device, String> {
     let mnt = binderfs::mount_point();
-    let name = format!("bench-{}-{}", getpid(), DEV_SEQ.fetch_add(1, Ordering::Relaxed));
-    binderfs::Device::create(&mnt, &name).map_err(|e| format!("BINDER_CTL_ADD {name} on {mnt}: {e}"))
+    let name = format!(
+        "bench-{}-{}",
+        getpid(),
+        DEV_SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    binderfs::Device::create(&mnt, &name)
+        .map_err(|e| format!("BINDER_CTL_ADD {name} on {mnt}: {e}"))
 }
 
 /// A server process serving one device as its context manager.
@@ -44,8 +49,13 @@ impl Service {
         let (rw, dw) = (ready.w, done.w);
         let proc_ = fork_proc(move || {
             let mut ep = Ep::open(&path, SERVER_MAP)?;
-            if ep.b.set_context_mgr_ext(FLAT_BINDER_FLAG_ACCEPTS_FDS, 0, 0).is_err() {
-                ep.b.set_context_mgr().map_err(|e| format!("BINDER_SET_CONTEXT_MGR: {e}"))?;
+            if ep
+                .b
+                .set_context_mgr_ext(FLAT_BINDER_FLAG_ACCEPTS_FDS, 0, 0)
+                .is_err()
+            {
+                ep.b.set_context_mgr()
+                    .map_err(|e| format!("BINDER_SET_CONTEXT_MGR: {e}"))?;
             }
             let w = Pipe { r: -1, w: rw };
             w.send_u64(1)?;
@@ -57,7 +67,9 @@ impl Service {
             Ok(())
         })
         .map_err(|e| format!("fork: {e}"))?;
-        ready.recv_u64_within(Duration::from_secs(20)).map_err(|e| format!("server start: {e}"))?;
+        ready
+            .recv_u64_within(Duration::from_secs(20))
+            .map_err(|e| format!("server start: {e}"))?;
         Ok(Service {
             dev,
             proc_: Some(proc_),
@@ -71,7 +83,9 @@ impl Service {
 
     /// Wait for the server's "stopped" message (it got CODE_STOP); returns its count.
     pub fn wait_done(&self, t: Duration) -> Result<u64, String> {
-        self.done.recv_u64_within(t).map_err(|e| format!("server stop: {e}"))
+        self.done
+            .recv_u64_within(t)
+            .map_err(|e| format!("server stop: {e}"))
     }
 
     /// Stop the server with a CODE_STOP call on `ep` and reap it.
@@ -88,7 +102,15 @@ impl Service {
 }
 
 /// Time `n` sync calls of one payload (after `warm` untimed ones).
-fn timed_calls(ep: &mut Ep, n: usize, warm: usize, flags: u32, data: &[u8], offs: &[u64], cap: Option<Duration>) -> Result<Samples, String> {
+fn timed_calls(
+    ep: &mut Ep,
+    n: usize,
+    warm: usize,
+    flags: u32,
+    data: &[u8],
+    offs: &[u64],
+    cap: Option<Duration>,
+) -> Result<Samples, String> {
     for _ in 0..warm {
         ep.call(0, CODE_PING, flags, data, offs)?;
     }
@@ -135,8 +157,20 @@ pub fn payload_sweep(cfg: &Cfg) -> Result<(), String> {
     let mut ep = Ep::open(&svc.path(), CLIENT_MAP)?;
     let big = vec![0x5au8; 1048576];
     for (size, name) in sizes {
-        let n = if size <= 4096 { cfg.sweep_n } else { (cfg.sweep_n * 4096 / size).max(cfg.sweep_min) };
-        let s = timed_calls(&mut ep, n, cfg.warm.min(n), 0, &big[..size], &[], Some(cfg.sweep_cap))?;
+        let n = if size <= 4096 {
+            cfg.sweep_n
+        } else {
+            (cfg.sweep_n * 4096 / size).max(cfg.sweep_min)
+        };
+        let s = timed_calls(
+            &mut ep,
+            n,
+            cfg.warm.min(n),
+            0,
+            &big[..size],
+            &[],
+            Some(cfg.sweep_cap),
+        )?;
         s.report(&format!("payload_{name}"), false);
     }
     svc.stop(&mut ep)?;
@@ -150,11 +184,22 @@ pub fn fd_pass(cfg: &Cfg) -> Result<(), String> {
     // SAFETY: plain open of a static path.
     let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
-        return Err(format!("open /dev/null: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "open /dev/null: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     let mut p = Payload::new();
     p.fd(fd, 0);
-    let s = timed_calls(&mut ep, cfg.obj_n, cfg.warm, TF_ACCEPT_FDS, &p.data, &p.offsets, None)?;
+    let s = timed_calls(
+        &mut ep,
+        cfg.obj_n,
+        cfg.warm,
+        TF_ACCEPT_FDS,
+        &p.data,
+        &p.offsets,
+        None,
+    )?;
     svc.stop(&mut ep)?;
     // SAFETY: our fd.
     unsafe { libc::close(fd) };
@@ -200,7 +245,8 @@ pub fn throughput(cfg: &Cfg, pairs: usize) -> Result<(), String> {
             let out = Pipe { r: -1, w: rw };
             out.send_u64(0)?;
             let gate = Pipe { r: gr, w: -1 };
-            gate.recv_exact(1, Duration::from_secs(60)).map_err(|e| format!("start gate: {e}"))?;
+            gate.recv_exact(1, Duration::from_secs(60))
+                .map_err(|e| format!("start gate: {e}"))?;
             std::mem::forget(gate);
             let start = Instant::now();
             let mut count = 0u64;
@@ -224,22 +270,31 @@ pub fn throughput(cfg: &Cfg, pairs: usize) -> Result<(), String> {
         clients.push((p, res));
     }
     for (_, res) in &clients {
-        res.recv_u64_within(Duration::from_secs(60)).map_err(|e| format!("client ready: {e}"))?;
+        res.recv_u64_within(Duration::from_secs(60))
+            .map_err(|e| format!("client ready: {e}"))?;
     }
-    go.send(&vec![b'g'; pairs]).map_err(|e| format!("start: {e}"))?;
+    go.send(&vec![b'g'; pairs])
+        .map_err(|e| format!("start: {e}"))?;
     let wait = Duration::from_secs_f64(secs * 4.0 + 60.0);
     let mut rate = 0.0;
     for (p, res) in clients {
         let count = res.recv_u64_within(wait)?;
         let ns = res.recv_u64_within(wait)?;
         rate += count as f64 / (ns as f64 / 1e9);
-        p.join_within(Duration::from_secs(30)).map_err(|e| format!("client: {e:?}"))?;
+        p.join_within(Duration::from_secs(30))
+            .map_err(|e| format!("client: {e:?}"))?;
     }
     for s in svcs {
         let mut ep = Ep::open(&s.path(), CLIENT_MAP)?;
         s.stop(&mut ep)?;
     }
-    figure(&format!("tput_{pairs}p"), "rate", "txn/s", Better::Higher, rate);
+    figure(
+        &format!("tput_{pairs}p"),
+        "rate",
+        "txn/s",
+        Better::Higher,
+        rate,
+    );
     Ok(())
 }
 
@@ -270,9 +325,20 @@ pub fn oneway(cfg: &Cfg) -> Result<(), String> {
     let served = svc.wait_done(Duration::from_secs(120))?;
     let secs = start.elapsed().as_secs_f64();
     if served != cfg.oneway_n as u64 + 1 {
-        return Err(format!("server saw {served} of {} one-way transactions", cfg.oneway_n + 1));
+        return Err(format!(
+            "server saw {served} of {} one-way transactions",
+            cfg.oneway_n + 1
+        ));
     }
-    figure("oneway", "rate", "txn/s", Better::Higher, served as f64 / secs);
-    note(&format!("oneway: {served} transactions, {full} retries on a full async space"));
+    figure(
+        "oneway",
+        "rate",
+        "txn/s",
+        Better::Higher,
+        served as f64 / secs,
+    );
+    note(&format!(
+        "oneway: {served} transactions, {full} retries on a full async space"
+    ));
     Ok(())
 }

@@ -436,9 +436,8 @@ fn round(
             for k in &snap.dead_node_leaks {
                 let seen = v.leaks_before.contains(k) || v.leaks.iter().any(|l| l.ends_with(k));
                 if !seen {
-                    let msg = format!(
-                        "round {r} (seed {rs}): dead node left with a negative count: {k}"
-                    );
+                    let msg =
+                        format!("round {r} (seed {rs}): dead node left with a negative count: {k}");
                     log(&msg);
                     v.leaks.push(msg);
                     v.failed(r);

@@ -6,8 +6,8 @@
 //! fails none of them either), nobody may hang, and once everybody has exited the driver's
 //! object counts must be back at their baseline (no leak).
 
-use crate::Report;
 use crate::sys::{self, Fs};
+use crate::Report;
 use binder_uapi::harness::{fork_proc, sleep_ms, wait_until, Pipe};
 use binder_uapi::*;
 use std::time::Duration;
@@ -28,7 +28,10 @@ pub fn run(fs: &Fs, seconds: u64, rep: &mut Report) {
     let dev = match binderfs::Device::create(&fs.mnt, &devname) {
         Ok(d) => d,
         Err(e) => {
-            rep.result("load::many_clients", &[format!("BINDER_CTL_ADD {devname}: {e}")]);
+            rep.result(
+                "load::many_clients",
+                &[format!("BINDER_CTL_ADD {devname}: {e}")],
+            );
             return;
         }
     };
@@ -50,7 +53,9 @@ pub fn run(fs: &Fs, seconds: u64, rep: &mut Report) {
         // counts before the load.
         let back = wait_until(Duration::from_secs(15), || {
             last = fs.snapshot();
-            last.as_ref().map(|s| above(s, &b).is_empty()).unwrap_or(false)
+            last.as_ref()
+                .map(|s| above(s, &b).is_empty())
+                .unwrap_or(false)
         });
         if !back {
             let d = last
@@ -99,7 +104,10 @@ fn hammer(dev: &str, seconds: u64) -> Result<(u64, Vec<String>), String> {
                     })
                     .collect();
                 hs.into_iter()
-                    .map(|h| h.join().unwrap_or((0, vec!["client thread panicked".into()])))
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or((0, vec!["client thread panicked".into()]))
+                    })
                     .collect()
             });
             let calls: u64 = out.iter().map(|o| o.0).sum();
@@ -121,15 +129,20 @@ fn hammer(dev: &str, seconds: u64) -> Result<(u64, Vec<String>), String> {
     for p in 0..PROCS {
         let wait = Duration::from_secs(seconds + 120);
         let rec = results.recv_exact(16, wait);
-        let field = |r: &[u8], i: usize| u64::from_ne_bytes(r[i * 8..i * 8 + 8].try_into().unwrap());
+        let field =
+            |r: &[u8], i: usize| u64::from_ne_bytes(r[i * 8..i * 8 + 8].try_into().unwrap());
         match rec.as_deref().map(|r| (field(r, 0), field(r, 1))) {
             Ok((n, f)) => {
                 calls += n;
                 if f > 0 {
-                    bad.push(format!("a client process had {f} failed call(s) (see # lines)"));
+                    bad.push(format!(
+                        "a client process had {f} failed call(s) (see # lines)"
+                    ));
                 }
             }
-            Err(e) => bad.push(format!("client result {p} missing ({e}): a client hung or died")),
+            Err(e) => bad.push(format!(
+                "client result {p} missing ({e}): a client hung or died"
+            )),
         }
     }
     for c in clients {

@@ -297,22 +297,18 @@ impl Th {
                         self.bufs.push(td.buffer);
                     }
                 }
-                Return::Increfs(pc)
-                    if self.rng.pct(92) => {
-                        s.cmd_with(BC_INCREFS_DONE, &pc);
-                    }
-                Return::Acquire(pc)
-                    if self.rng.pct(92) => {
-                        s.cmd_with(BC_ACQUIRE_DONE, &pc);
-                    }
-                Return::DeadBinder(c)
-                    if self.rng.pct(85) => {
-                        s.cmd_with(BC_DEAD_BINDER_DONE, &c);
-                    }
-                Return::FrozenBinder(info)
-                    if self.rng.pct(85) => {
-                        s.cmd_with(BC_FREEZE_NOTIFICATION_DONE, &info.cookie);
-                    }
+                Return::Increfs(pc) if self.rng.pct(92) => {
+                    s.cmd_with(BC_INCREFS_DONE, &pc);
+                }
+                Return::Acquire(pc) if self.rng.pct(92) => {
+                    s.cmd_with(BC_ACQUIRE_DONE, &pc);
+                }
+                Return::DeadBinder(c) if self.rng.pct(85) => {
+                    s.cmd_with(BC_DEAD_BINDER_DONE, &c);
+                }
+                Return::FrozenBinder(info) if self.rng.pct(85) => {
+                    s.cmd_with(BC_FREEZE_NOTIFICATION_DONE, &info.cookie);
+                }
                 _ => {}
             }
         }

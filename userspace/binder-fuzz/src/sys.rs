@@ -282,11 +282,7 @@ impl Snapshot {
         let mut lines = BTreeMap::new();
         for line in state.lines().skip(1) {
             let t = line.trim_start();
-            let word: String = t
-                .split([' ', ':'])
-                .next()
-                .unwrap_or("")
-                .to_string();
+            let word: String = t.split([' ', ':']).next().unwrap_or("").to_string();
             if word.is_empty() {
                 continue;
             }
