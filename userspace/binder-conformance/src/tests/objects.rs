@@ -606,10 +606,22 @@ fn lsm_active() -> bool {
         .unwrap_or(false)
 }
 
+/// The security context of process `pid` as /proc shows it (`attr/current`), without
+/// the trailing newline or NUL, if there is one.
+fn proc_secctx(pid: i32) -> Option<Vec<u8>> {
+    let mut ctx = std::fs::read(format!("/proc/{pid}/attr/current")).ok()?;
+    while matches!(ctx.last(), Some(b'\n' | 0)) {
+        ctx.pop();
+    }
+    (!ctx.is_empty()).then_some(ctx)
+}
+
 fn secctx_node(c: &Ctx) -> TResult {
     // A node flagged FLAT_BINDER_FLAG_TXN_SECURITY_CTX asks for the sender's security
     // context. Without an LSM providing one the C driver fails the transaction with
-    // -EOPNOTSUPP; with one it delivers BR_TRANSACTION_SEC_CTX.
+    // -EOPNOTSUPP; with one it delivers BR_TRANSACTION_SEC_CTX, whose secctx points
+    // into the buffer at the sender's context (the harness's 6.12 kernels have Smack:
+    // "_", the same as /proc/<sender>/attr/current).
     let got = Pipe::new()?;
     let ready = Pipe::new()?;
     let dev = c.dev.clone();
@@ -622,7 +634,21 @@ fn secctx_node(c: &Ctx) -> TResult {
             let r = b.next_within(30_000)?;
             if let Return::TransactionSecCtx(td, secctx) = r {
                 let inside = secctx >= td.buffer && secctx < b.map_addr() + b.map_size() as u64;
-                got.send_u64(inside as u64)?;
+                // 1: inside the buffer and the sender's context; 3: inside but another
+                // text; 0: outside the buffer.
+                let verdict = match (inside, proc_secctx(td.sender_pid)) {
+                    (false, _) => 0,
+                    (true, Some(want)) => {
+                        let have = b.read_mapped(secctx, want.len())?;
+                        if have == want {
+                            1
+                        } else {
+                            3
+                        }
+                    }
+                    (true, None) => 3,
+                };
+                got.send_u64(verdict)?;
                 b.reply_and_free(td.buffer, &Payload::new())?;
             } else if let Return::Transaction(td) = r {
                 got.send_u64(2)?;
@@ -645,7 +671,8 @@ fn secctx_node(c: &Ctx) -> TResult {
         ensure_eq!(
             got.recv_u64()?,
             1,
-            "BR_TRANSACTION_SEC_CTX with secctx inside the buffer"
+            "BR_TRANSACTION_SEC_CTX with secctx inside the buffer, pointing at the sender's \
+             context (1; 0 = outside the buffer, 2 = plain BR_TRANSACTION, 3 = another text)"
         );
         b.free_buffer(last.txn().unwrap().buffer)?;
     } else {
