@@ -56,6 +56,21 @@ machine_frags() {
 	fi
 }
 
+# feature_frags FEATURE: every config fragment of FEATURE's kernel on $KVER,
+# in merge order (the machine's, then the feature's).
+feature_frags() {
+	machine_frags
+	scc_walk "$FEATURE_DIR/$1.scc" kconf
+}
+
+# config_stamp FEATURE: the stamp that scripts/build-kernel writes into the
+# build folder once it has configured FEATURE's kernel: the patches applied
+# to $KTREE (its series-stamp) and the fragments.
+config_stamp() {
+	# shellcheck disable=SC2046
+	cat "$KTREE/.git/series-stamp" $(feature_frags "$1") 2>/dev/null | sha256sum | cut -c1-16
+}
+
 # The driver(s) scripts/check tests by default: both, from one test image
 # (binder.impl= picks the driver at boot), and every test must give the same
 # result on C and on Rust (apart from the known defects of C,
