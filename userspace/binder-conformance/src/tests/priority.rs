@@ -366,43 +366,62 @@ fn looper_waits_at_open_nice(c: &Ctx) -> TResult {
     Ok(())
 }
 
+/// A context manager that opens the device as root at nice 0, then drops to uid 65534
+/// with RLIMIT_NICE `rlimit` and moves to nice `nice`, reporting through `report`.
+fn spawn_unprivileged_mgr(c: &Ctx, rlimit: u64, nice: i32, report: &Pipe) -> TResult<Server> {
+    Ok(at_nice(0, || {
+        spawn_ctxmgr_flags(
+            c,
+            None,
+            |_| {
+                drop_privileges(65534, rlimit).map_err(|e| format!("drop privileges: {e}"))?;
+                set_nice(nice).map_err(|e| format!("setpriority({nice}): {e}"))?;
+                // The lowest nice RLIMIT_NICE allows is 20 - rlimit: lowering the nice
+                // below that must fail (raising it is always allowed).
+                let below = 19 - rlimit as i32;
+                if below < nice && set_nice(below).is_ok() {
+                    fail!("uid 65534 with RLIMIT_NICE {rlimit} could set nice {below}");
+                }
+                Ok(())
+            },
+            nice_reporter(report),
+        )
+    })?)
+}
+
+/// Sync calls from each of `callers` to an unprivileged manager (`what`) must be
+/// handled at nice `want`, and leave it there after its BC_REPLY.
+fn sync_calls_at(b: &Binder, callers: &[i32], want: i32, what: &str, report: &Pipe) -> TResult {
+    for &caller in callers {
+        let (during, after) = sync_at(b, 0, caller, report)?;
+        ensure_eq!(
+            during,
+            want,
+            format!("{what} handling a call from nice {caller}")
+        );
+        ensure_eq!(
+            after,
+            want,
+            format!("{what} after BC_REPLY (call from nice {caller})")
+        );
+    }
+    Ok(())
+}
+
 fn rlimit_nice_caps_unprivileged_server(c: &Ctx) -> TResult {
     // The manager opens the device as root at nice 0, then drops to uid 65534 with
     // RLIMIT_NICE 15 (lowest nice it may set: 5) and moves to nice 10. Both the reset to
     // nice 0 on waiting and a caller's nice -8 are out of its reach: it gets nice 5.
     let report = Pipe::new()?;
-    let srv = at_nice(0, || {
-        spawn_ctxmgr_flags(
-            c,
-            None,
-            |_| {
-                drop_privileges(65534, 15).map_err(|e| format!("drop privileges: {e}"))?;
-                set_nice(10).map_err(|e| format!("setpriority(10): {e}"))?;
-                if set_nice(4).is_ok() {
-                    fail!("uid 65534 with RLIMIT_NICE 15 could set nice 4");
-                }
-                Ok(())
-            },
-            nice_reporter(&report),
-        )
-    })?;
+    let srv = spawn_unprivileged_mgr(c, 15, 10, &report)?;
     let b = client(c)?;
-    for caller in [-8, 2] {
-        let (during, after) = sync_at(&b, 0, caller, &report)?;
-        ensure_eq!(
-            during,
-            5,
-            format!(
-                "unprivileged manager's nice (RLIMIT_NICE 15, at 10, opened at 0) \
-                 handling a call from nice {caller}"
-            )
-        );
-        ensure_eq!(
-            after,
-            5,
-            format!("unprivileged manager's nice after BC_REPLY (call from nice {caller})")
-        );
-    }
+    sync_calls_at(
+        &b,
+        &[-8, 2],
+        5,
+        "unprivileged manager's nice (RLIMIT_NICE 15, at 10, opened at 0)",
+        &report,
+    )?;
     // A one-way to the node (min 0) is capped the same way.
     let during = oneway_at(&b, 0, -8, &report)?;
     ensure_eq!(
@@ -419,35 +438,15 @@ fn rlimit_nice_unset_leaves_nice(c: &Ctx) -> TResult {
     // unprivileged manager's nice is left where it is: 7, not the nice 0 it opened at
     // nor the caller's.
     let report = Pipe::new()?;
-    let srv = at_nice(0, || {
-        spawn_ctxmgr_flags(
-            c,
-            None,
-            |_| {
-                drop_privileges(65534, 0).map_err(|e| format!("drop privileges: {e}"))?;
-                set_nice(7).map_err(|e| format!("setpriority(7): {e}"))?;
-                Ok(())
-            },
-            nice_reporter(&report),
-        )
-    })?;
+    let srv = spawn_unprivileged_mgr(c, 0, 7, &report)?;
     let b = client(c)?;
-    for caller in [-8, 3] {
-        let (during, after) = sync_at(&b, 0, caller, &report)?;
-        ensure_eq!(
-            during,
-            7,
-            format!(
-                "unprivileged manager's nice (RLIMIT_NICE 0, at 7, opened at 0) \
-                 handling a call from nice {caller}"
-            )
-        );
-        ensure_eq!(
-            after,
-            7,
-            format!("unprivileged manager's nice after BC_REPLY (call from nice {caller})")
-        );
-    }
+    sync_calls_at(
+        &b,
+        &[-8, 3],
+        7,
+        "unprivileged manager's nice (RLIMIT_NICE 0, at 7, opened at 0)",
+        &report,
+    )?;
     srv.kill();
     Ok(())
 }
