@@ -1,6 +1,7 @@
 //! alloc: buffer allocation in the receiver's mapping: sizes, layout, exhaustion and
-//! reuse, TF_CLEAR_BUF.
+//! reuse, TF_CLEAR_BUF, and the pages of free buffers going back under memory pressure.
 
+use super::logs::{proc_section, Logs};
 use crate::common::*;
 use crate::Ctx;
 use binder_uapi::harness::{fork_proc, Pipe};
@@ -15,6 +16,10 @@ crate::tests!(
     freed_space_reused,
     clear_buf_zeroes_on_free,
     zero_size_buffers_distinct,
+    freed_pages_kept_for_reuse,
+    drop_caches_reclaims_free_pages,
+    drop_caches_keeps_used_pages,
+    reclaim_races_traffic,
 );
 
 fn odd_sizes_roundtrip(c: &Ctx) -> TResult {
@@ -202,6 +207,137 @@ fn zero_size_buffers_distinct(c: &Ctx) -> TResult {
     let a1 = addr_of(&b.call(0, 1, &Payload::new())?);
     let a2 = addr_of(&b.call(0, 1, &Payload::new())?);
     ensure!(a1 != a2, "two held empty buffers share the address {a1:#x}");
+    srv.kill();
+    Ok(())
+}
+
+/// Pages of the 1 MiB mappings of these tests.
+const MAP_PAGES: usize = binder_uapi::binder::DEFAULT_MAP_SIZE / 4096;
+/// Three whole pages: a buffer of exactly this size starts and ends on page boundaries
+/// (the first buffer of a mapping is at its start), so no page is shared with a neighbour.
+const THREE_PAGES: usize = 3 * 4096;
+
+/// The `pages: active:lru:free` and `pages high watermark` lines of process `pid` in
+/// binder_logs/stats (C: binder_alloc_print_pages).
+fn page_counts(l: &Logs, pid: i32) -> TResult<(String, String)> {
+    let sect = proc_section(l, pid)?;
+    let find = |pre: &str| {
+        sect.lines()
+            .find_map(|x| x.strip_prefix(pre))
+            .map(str::to_string)
+            .ok_or_else(|| format!("proc {pid} stats have no '{pre}' line:\n{sect}"))
+    };
+    Ok((find("  pages: ")?, find("  pages high watermark: ")?))
+}
+
+fn expect_pages(l: &Logs, pid: i32, active: usize, lru: usize, what: &str) -> TResult {
+    let (pages, high) = page_counts(l, pid)?;
+    let free = MAP_PAGES - active - lru;
+    ensure_eq!(pages, format!("{active}:{lru}:{free}"), &format!("{what}: pages"));
+    ensure_eq!(high, "3".to_string(), &format!("{what}: pages high watermark"));
+    Ok(())
+}
+
+/// Runs every shrinker (`echo 2 > /proc/sys/vm/drop_caches`); skips without /proc/sys.
+fn drop_caches() -> TResult {
+    let p = "/proc/sys/vm/drop_caches";
+    if !std::path::Path::new(p).exists() {
+        skip!("no {p}: the kernel lacks CONFIG_PROC_SYSCTL, so shrinkers cannot be run on demand");
+    }
+    std::fs::write(p, "2").map_err(|e| format!("writing 2 to {p}: {e}"))?;
+    Ok(())
+}
+
+fn echo_three_pages(b: &Binder, seed: u8) -> TResult {
+    let p = pattern(THREE_PAGES, seed);
+    let r = b.call(0, CODE_ECHO, &p)?;
+    ensure!(r.data == p.data, "3-page echo (seed {seed}) differs");
+    Ok(())
+}
+
+fn freed_pages_kept_for_reuse(c: &Ctx) -> TResult {
+    // The pages of a freed buffer stay installed, on the free list (lru), and the next
+    // buffer uses them again.
+    let l = Logs::open(c)?;
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    expect_pages_after(&l, &srv, &b, 1, "after a freed 3-page buffer")?;
+    expect_pages_after(&l, &srv, &b, 2, "after a second one")?;
+    srv.kill();
+    Ok(())
+}
+
+fn expect_pages_after(l: &Logs, srv: &Server, b: &Binder, seed: u8, what: &str) -> TResult {
+    echo_three_pages(b, seed)?;
+    expect_pages(l, srv.pid, 0, 3, what)
+}
+
+fn drop_caches_reclaims_free_pages(c: &Ctx) -> TResult {
+    // The shrinker unmaps and frees the pages that no buffer uses; a later buffer gets new
+    // pages, with its own data.
+    let l = Logs::open(c)?;
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    expect_pages_after(&l, &srv, &b, 3, "before drop_caches")?;
+    drop_caches()?;
+    expect_pages(&l, srv.pid, 0, 0, "after drop_caches")?;
+    expect_pages_after(&l, &srv, &b, 4, "after a new 3-page buffer")?;
+    srv.kill();
+    Ok(())
+}
+
+fn drop_caches_keeps_used_pages(c: &Ctx) -> TResult {
+    // Pages under a buffer that the receiver still holds are not reclaimed.
+    let l = Logs::open(c)?;
+    let srv = spawn_hoarder(c, None)?;
+    let b = client(c)?;
+    b.call(0, 1, &pattern(THREE_PAGES, 5))?;
+    let pid = srv.pid;
+    expect_pages(&l, pid, 3, 0, "while the buffer is held")?;
+    drop_caches()?;
+    expect_pages(&l, pid, 3, 0, "held buffer after drop_caches")?;
+    srv.kill();
+    Ok(())
+}
+
+fn reclaim_races_traffic(c: &Ctx) -> TResult {
+    // The shrinker runs over and over while buffers of 1 to 3 pages come and go: every echo
+    // must come back intact (pages re-inserted after reclaim hold the new data, never a stale
+    // or foreign page), and at the end every page of the receiver can be reclaimed.
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    drop_caches()?;
+    let l = Logs::open(c)?;
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let stop = AtomicBool::new(false);
+    let drops = AtomicU32::new(0);
+    std::thread::scope(|s| -> TResult {
+        let dropper = s.spawn(|| -> TResult {
+            while !stop.load(Ordering::Relaxed) {
+                drop_caches()?;
+                drops.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        });
+        let res = (|| -> TResult {
+            for i in 0..400usize {
+                let n = [THREE_PAGES, 5000, 100, 2 * 4096 + 17][i % 4];
+                let p = pattern(n, i as u8);
+                let r = b.call(0, CODE_ECHO, &p)?;
+                ensure!(r.data == p.data, "echo {i} ({n} bytes) differs");
+            }
+            Ok(())
+        })();
+        stop.store(true, Ordering::Relaxed);
+        dropper.join().unwrap()?;
+        res
+    })?;
+    ensure!(
+        drops.load(Ordering::Relaxed) > 0,
+        "drop_caches never ran during the echoes"
+    );
+    drop_caches()?;
+    expect_pages(&l, srv.pid, 0, 0, "after the echoes and a last drop_caches")?;
     srv.kill();
     Ok(())
 }

@@ -25,13 +25,13 @@ crate::tests!(
 
 /// The binder_logs directory: the harness mount's if it has one (stats=global),
 /// otherwise a private binderfs instance mounted with stats=global.
-struct Logs {
+pub(crate) struct Logs {
     dir: String,
     _mount: Option<Mount>,
 }
 
 impl Logs {
-    fn open(c: &Ctx) -> TResult<Logs> {
+    pub(crate) fn open(c: &Ctx) -> TResult<Logs> {
         let d = format!("{}/binder_logs", c.mnt);
         if std::path::Path::new(&d).is_dir() {
             return Ok(Logs {
@@ -62,7 +62,7 @@ impl Logs {
             }
         }
     }
-    fn read(&self, f: &str) -> TResult<String> {
+    pub(crate) fn read(&self, f: &str) -> TResult<String> {
         let p = format!("{}/{f}", self.dir);
         std::fs::read_to_string(&p).map_err(|e| TestErr::Fail(format!("{p}: {e}")))
     }
@@ -431,7 +431,7 @@ fn looper_state_bits(c: &Ctx) -> TResult {
 }
 
 /// The `stats` section of process `pid` (with its trailing newline).
-fn proc_section(l: &Logs, pid: i32) -> TResult<String> {
+pub(crate) fn proc_section(l: &Logs, pid: i32) -> TResult<String> {
     let s = l.read("stats")?;
     let sect = s
         .split("\nproc ")
