@@ -7,13 +7,19 @@ MRB_CACHE=${MRB_CACHE:-/var/cache/meta-rust-binder}
 # with upstream's own Rust binder: the reference; scripts/setup-host --reference).
 KVER=${KVER:-6.12}
 case "$KVER" in
+*,*) ;; # several kernels: scripts/check runs a check per kernel, which sets these
 6.12) KSRC_TARBALL=${KSRC_TARBALL:-/usr/src/linux-source-6.12.tar.xz} ;;
 *) KSRC_TARBALL=${KSRC_TARBALL:-$MRB_CACHE/linux-source-$KVER-pkg/usr/src/linux-source-$KVER.tar.xz} ;;
 esac
 # The pristine tree (a git repository, base commit tagged "base") that
 # scripts/check resets and patches; developers edit a worktree of it.
-KTREE=${KTREE:-$MRB_CACHE/linux-$KVER}
-KDEVTREE=${KDEVTREE:-$MRB_CACHE/linux-$KVER-dev}
+case "$KVER" in
+*,*) ;;
+*)
+	KTREE=${KTREE:-$MRB_CACHE/linux-$KVER}
+	KDEVTREE=${KDEVTREE:-$MRB_CACHE/linux-$KVER-dev}
+	;;
+esac
 FEATURE_DIR=$top/recipes-kernel/linux/linux-yocto/features/rust-binder
 BUILD=${BUILD:-$top/build}
 
