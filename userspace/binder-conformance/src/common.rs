@@ -277,6 +277,28 @@ pub fn spawn_std(ctx: &Ctx) -> Result<Server, String> {
     spawn_ctxmgr(ctx, std_handler)
 }
 
+/// Spawn a `std_handler` context manager, open a client and run `body` with it; the
+/// server is killed afterwards (on a failure, dropping it kills it).
+pub fn with_std<B>(ctx: &Ctx, body: B) -> TResult
+where
+    B: FnOnce(&Binder) -> TResult,
+{
+    with_ctxmgr(ctx, std_handler, |_, b| body(b))
+}
+
+/// `with_std` with a custom handler; `body` also gets the server (for its pid).
+pub fn with_ctxmgr<F, B>(ctx: &Ctx, handler: F, body: B) -> TResult
+where
+    F: FnMut(&Binder, &Received) -> Result<Step, String>,
+    B: FnOnce(&Server, &Binder) -> TResult,
+{
+    let srv = spawn_ctxmgr(ctx, handler)?;
+    let b = client(ctx)?;
+    body(&srv, &b)?;
+    srv.kill();
+    Ok(())
+}
+
 /// Who-am-I answer.
 #[derive(Debug, PartialEq, Eq)]
 pub struct WhoAmI {

@@ -233,8 +233,16 @@ fn page_counts(l: &Logs, pid: i32) -> TResult<(String, String)> {
 fn expect_pages(l: &Logs, pid: i32, active: usize, lru: usize, what: &str) -> TResult {
     let (pages, high) = page_counts(l, pid)?;
     let free = MAP_PAGES - active - lru;
-    ensure_eq!(pages, format!("{active}:{lru}:{free}"), &format!("{what}: pages"));
-    ensure_eq!(high, "3".to_string(), &format!("{what}: pages high watermark"));
+    ensure_eq!(
+        pages,
+        format!("{active}:{lru}:{free}"),
+        &format!("{what}: pages")
+    );
+    ensure_eq!(
+        high,
+        "3".to_string(),
+        &format!("{what}: pages high watermark")
+    );
     Ok(())
 }
 

@@ -46,6 +46,24 @@ fn wait_dead(b: &Binder, cookie: u64) -> TResult {
     Ok(())
 }
 
+/// Request a death notification (COOKIE) for `h`, kill the service behind it and wait
+/// for BR_DEAD_BINDER(COOKIE).
+fn request_kill_wait(b: &Binder, h: u32, svc: Server) -> TResult {
+    let mut w = WriteBuf::new();
+    w.request_death(h, COOKIE);
+    b.write(&w)?;
+    svc.kill();
+    wait_dead(b, COOKIE)
+}
+
+/// BC_DEAD_BINDER_DONE(cookie).
+fn dead_binder_done(b: &Binder, cookie: u64) -> TResult {
+    let mut w = WriteBuf::new();
+    w.dead_binder_done(cookie);
+    b.write(&w)?;
+    Ok(())
+}
+
 fn dead_binder_delivered(c: &Ctx) -> TResult {
     let (mgr, svc, b, h) = setup(c)?;
     let mut w = WriteBuf::new();
@@ -89,9 +107,7 @@ fn request_on_dead_node_immediate(c: &Ctx) -> TResult {
     w.request_death(h, COOKIE);
     b.write(&w)?;
     wait_dead(&b, COOKIE)?;
-    let mut w = WriteBuf::new();
-    w.dead_binder_done(COOKIE);
-    b.write(&w)?;
+    dead_binder_done(&b, COOKIE)?;
     mgr.kill();
     Ok(())
 }
@@ -105,9 +121,7 @@ fn request_twice_single_notification(c: &Ctx) -> TResult {
     ensure_eq!(consumed, w.len() as u64, "write_consumed");
     svc.kill();
     wait_dead(&b, COOKIE)?;
-    let mut w = WriteBuf::new();
-    w.dead_binder_done(COOKIE);
-    b.write(&w)?;
+    dead_binder_done(&b, COOKIE)?;
     b.expect_nothing(300)?;
     mgr.kill();
     Ok(())
@@ -153,19 +167,13 @@ fn request_invalid_handle_ignored(c: &Ctx) -> TResult {
 
 fn clear_after_dead_before_done(c: &Ctx) -> TResult {
     let (mgr, svc, b, h) = setup(c)?;
-    let mut w = WriteBuf::new();
-    w.request_death(h, COOKIE);
-    b.write(&w)?;
-    svc.kill();
-    wait_dead(&b, COOKIE)?;
+    request_kill_wait(&b, h, svc)?;
     let mut w = WriteBuf::new();
     w.clear_death(h, COOKIE);
     expect_ok(b.write(&w), "clear after BR_DEAD_BINDER")?;
     // The clear completes only once the death is acknowledged.
     b.expect_nothing(300)?;
-    let mut w = WriteBuf::new();
-    w.dead_binder_done(COOKIE);
-    b.write(&w)?;
+    dead_binder_done(&b, COOKIE)?;
     let r = b.next()?;
     ensure_eq!(
         r,
@@ -234,11 +242,7 @@ fn two_nodes_two_notifications(c: &Ctx) -> TResult {
 //   (docs/oracle.md)
 fn call_after_death_dead_reply(c: &Ctx) -> TResult {
     let (mgr, svc, b, h) = setup(c)?;
-    let mut w = WriteBuf::new();
-    w.request_death(h, COOKIE);
-    b.write(&w)?;
-    svc.kill();
-    wait_dead(&b, COOKIE)?;
+    request_kill_wait(&b, h, svc)?;
     // Once BR_DEAD_BINDER arrived, the node is dead: calls get BR_DEAD_REPLY at once.
     let mut w = WriteBuf::new();
     w.transaction(h, 1, 0, &Payload::new());
@@ -254,11 +258,7 @@ fn call_after_death_dead_reply(c: &Ctx) -> TResult {
 fn dead_binder_needs_no_done_for_calls(c: &Ctx) -> TResult {
     // Without BC_DEAD_BINDER_DONE, other calls still work (the manager is alive).
     let (mgr, svc, b, h) = setup(c)?;
-    let mut w = WriteBuf::new();
-    w.request_death(h, COOKIE);
-    b.write(&w)?;
-    svc.kill();
-    wait_dead(&b, COOKIE)?;
+    request_kill_wait(&b, h, svc)?;
     still_works(&b)?;
     mgr.kill();
     Ok(())
@@ -286,11 +286,7 @@ fn non_looper_thread_gets_notification(c: &Ctx) -> TResult {
     let svc = spawn_service(c, 0x6800)?;
     let b = client(c)?;
     let h = lookup(&b)?;
-    let mut w = WriteBuf::new();
-    w.request_death(h, COOKIE);
-    b.write(&w)?;
-    svc.kill();
-    wait_dead(&b, COOKIE)?;
+    request_kill_wait(&b, h, svc)?;
     mgr.kill();
     Ok(())
 }

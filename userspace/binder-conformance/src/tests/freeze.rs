@@ -21,45 +21,46 @@ crate::tests!(
     freeze_twice_ok,
 );
 
+/// A synchronous call to handle 0 must fail with BR_FROZEN_REPLY.
+fn expect_frozen_reply(b: &Binder, what: &str) -> TResult {
+    let mut w = WriteBuf::new();
+    w.transaction(0, CODE_ECHO, 0, &Payload::new());
+    expect_txn_error(b, &w, BR_FROZEN_REPLY, what)
+}
+
 // 7.2 upstream Rust: BR_FROZEN_REPLY (BinderError::new_frozen, no errno) leaves the extended
 //   error at (BR_OK, 0) (thread.rs:Thread::transaction); C sets (BR_FROZEN_REPLY, 0)
 //   (docs/oracle.md)
 fn sync_to_frozen_frozen_reply(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    expect_ok(b.freeze(srv.pid, true, 0), "BINDER_FREEZE(server)")?;
-    let mut w = WriteBuf::new();
-    w.transaction(0, CODE_ECHO, 0, &Payload::new());
-    expect_txn_error(&b, &w, BR_FROZEN_REPLY, "call to a frozen process")?;
-    expect_ext_err(&b, BR_FROZEN_REPLY, 0, "call to a frozen process")?;
-    b.expect_nothing(100)?;
-    expect_ok(b.freeze(srv.pid, false, 0), "unfreeze")?;
-    srv.kill();
-    Ok(())
+    with_ctxmgr(c, std_handler, |srv, b| {
+        expect_ok(b.freeze(srv.pid, true, 0), "BINDER_FREEZE(server)")?;
+        expect_frozen_reply(b, "call to a frozen process")?;
+        expect_ext_err(b, BR_FROZEN_REPLY, 0, "call to a frozen process")?;
+        b.expect_nothing(100)?;
+        expect_ok(b.freeze(srv.pid, false, 0), "unfreeze")?;
+        Ok(())
+    })
 }
 
 fn frozen_info_sync_recv(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    b.freeze(srv.pid, true, 0)?;
-    let i = b.frozen_info(srv.pid)?;
-    ensure_eq!(
-        (i.sync_recv, i.async_recv),
-        (0, 0),
-        "(sync_recv, async_recv) right after freezing"
-    );
-    let mut w = WriteBuf::new();
-    w.transaction(0, CODE_ECHO, 0, &Payload::new());
-    expect_txn_error(&b, &w, BR_FROZEN_REPLY, "call to a frozen process")?;
-    let i = b.frozen_info(srv.pid)?;
-    ensure_eq!(
-        (i.sync_recv, i.async_recv),
-        (1, 0),
-        "(sync_recv, async_recv) after a refused call"
-    );
-    b.freeze(srv.pid, false, 0)?;
-    srv.kill();
-    Ok(())
+    with_ctxmgr(c, std_handler, |srv, b| {
+        b.freeze(srv.pid, true, 0)?;
+        let i = b.frozen_info(srv.pid)?;
+        ensure_eq!(
+            (i.sync_recv, i.async_recv),
+            (0, 0),
+            "(sync_recv, async_recv) right after freezing"
+        );
+        expect_frozen_reply(b, "call to a frozen process")?;
+        let i = b.frozen_info(srv.pid)?;
+        ensure_eq!(
+            (i.sync_recv, i.async_recv),
+            (1, 0),
+            "(sync_recv, async_recv) after a refused call"
+        );
+        b.freeze(srv.pid, false, 0)?;
+        Ok(())
+    })
 }
 
 fn oneway_to_frozen_pending(c: &Ctx) -> TResult {
@@ -92,16 +93,13 @@ fn oneway_to_frozen_pending(c: &Ctx) -> TResult {
 }
 
 fn unfreeze_restores_calls(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    b.freeze(srv.pid, true, 0)?;
-    let mut w = WriteBuf::new();
-    w.transaction(0, CODE_ECHO, 0, &Payload::new());
-    expect_txn_error(&b, &w, BR_FROZEN_REPLY, "call while frozen")?;
-    b.freeze(srv.pid, false, 0)?;
-    still_works(&b)?;
-    srv.kill();
-    Ok(())
+    with_ctxmgr(c, std_handler, |srv, b| {
+        b.freeze(srv.pid, true, 0)?;
+        expect_frozen_reply(b, "call while frozen")?;
+        b.freeze(srv.pid, false, 0)?;
+        still_works(b)?;
+        Ok(())
+    })
 }
 
 fn update_txn_supersedes_pending(c: &Ctx) -> TResult {
@@ -188,15 +186,29 @@ fn spawn_holder(c: &Ctx, held: &Pipe, release: &Pipe) -> Result<Server, String> 
     })
 }
 
+/// With the `spawn_holder` server holding `caller`'s call 1 (made from another thread),
+/// run `during`; then release the call and check that it completed.
+fn while_held<F>(caller: &Binder, held: &Pipe, release: &Pipe, during: F) -> TResult
+where
+    F: FnOnce() -> TResult,
+{
+    std::thread::scope(|s| {
+        let h = s.spawn(|| caller.call(0, 1, &Payload::new()));
+        held.recv_u64()?;
+        during()?;
+        release.send_u64(1)?;
+        h.join().unwrap()?;
+        Ok(())
+    })
+}
+
 fn freeze_with_pending_reply_eagain(c: &Ctx) -> TResult {
     let held = Pipe::new()?;
     let release = Pipe::new()?;
     let srv = spawn_holder(c, &held, &release)?;
     let b = client(c)?;
     let caller = client(c)?;
-    std::thread::scope(|s| {
-        let h = s.spawn(|| caller.call(0, 1, &Payload::new()));
-        held.recv_u64()?;
+    while_held(&caller, &held, &release, || {
         expect_errno(
             b.freeze(srv.pid, true, 0),
             libc::EAGAIN,
@@ -205,9 +217,7 @@ fn freeze_with_pending_reply_eagain(c: &Ctx) -> TResult {
         // The failed freeze left the process unfrozen.
         let i = b.frozen_info(srv.pid)?;
         ensure_eq!(i.async_recv, 0, "async_recv");
-        release.send_u64(1)?;
-        h.join().unwrap()?;
-        Ok::<(), TestErr>(())
+        Ok(())
     })?;
     still_works(&b)?;
     srv.kill();
@@ -224,9 +234,7 @@ fn freeze_timeout_waits_then_eagain(c: &Ctx) -> TResult {
     let srv = spawn_holder(c, &held, &release)?;
     let b = client(c)?;
     let caller = client(c)?;
-    std::thread::scope(|s| {
-        let h = s.spawn(|| caller.call(0, 1, &Payload::new()));
-        held.recv_u64()?;
+    while_held(&caller, &held, &release, || {
         let t0 = Instant::now();
         expect_errno(
             b.freeze(srv.pid, true, 300),
@@ -238,9 +246,7 @@ fn freeze_timeout_waits_then_eagain(c: &Ctx) -> TResult {
             dt >= Duration::from_millis(250),
             "BINDER_FREEZE returned after {dt:?}, before its 300 ms timeout"
         );
-        release.send_u64(1)?;
-        h.join().unwrap()?;
-        Ok::<(), TestErr>(())
+        Ok(())
     })?;
     srv.kill();
     Ok(())
@@ -252,18 +258,14 @@ fn frozen_info_pending_bit(c: &Ctx) -> TResult {
     let srv = spawn_holder(c, &held, &release)?;
     let b = client(c)?;
     let caller = client(c)?;
-    std::thread::scope(|s| {
-        let h = s.spawn(|| caller.call(0, 1, &Payload::new()));
-        held.recv_u64()?;
+    while_held(&caller, &held, &release, || {
         let i = b.frozen_info(srv.pid)?;
         ensure_eq!(
             i.sync_recv,
             2,
             "sync_recv with a transaction in progress (bit 1)"
         );
-        release.send_u64(1)?;
-        h.join().unwrap()?;
-        Ok::<(), TestErr>(())
+        Ok(())
     })?;
     let i = b.frozen_info(srv.pid)?;
     ensure_eq!(i.sync_recv, 0, "sync_recv afterwards");
@@ -272,41 +274,35 @@ fn frozen_info_pending_bit(c: &Ctx) -> TResult {
 }
 
 fn unfreeze_clears_recv_flags(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    b.freeze(srv.pid, true, 0)?;
-    let mut w = WriteBuf::new();
-    w.transaction(0, CODE_ECHO, 0, &Payload::new());
-    expect_txn_error(&b, &w, BR_FROZEN_REPLY, "call while frozen")?;
-    b.transact(0, CODE_ECHO, TF_ONE_WAY, &Payload::new())?;
-    expect_br(&b, BR_TRANSACTION_PENDING_FROZEN, "one-way while frozen")?;
-    let i = b.frozen_info(srv.pid)?;
-    ensure_eq!(
-        (i.sync_recv & 1, i.async_recv),
-        (1, 1),
-        "flags while frozen"
-    );
-    b.freeze(srv.pid, false, 0)?;
-    let i = b.frozen_info(srv.pid)?;
-    ensure_eq!(
-        (i.sync_recv & 1, i.async_recv),
-        (0, 0),
-        "flags after unfreezing"
-    );
-    srv.kill();
-    Ok(())
+    with_ctxmgr(c, std_handler, |srv, b| {
+        b.freeze(srv.pid, true, 0)?;
+        expect_frozen_reply(b, "call while frozen")?;
+        b.transact(0, CODE_ECHO, TF_ONE_WAY, &Payload::new())?;
+        expect_br(b, BR_TRANSACTION_PENDING_FROZEN, "one-way while frozen")?;
+        let i = b.frozen_info(srv.pid)?;
+        ensure_eq!(
+            (i.sync_recv & 1, i.async_recv),
+            (1, 1),
+            "flags while frozen"
+        );
+        b.freeze(srv.pid, false, 0)?;
+        let i = b.frozen_info(srv.pid)?;
+        ensure_eq!(
+            (i.sync_recv & 1, i.async_recv),
+            (0, 0),
+            "flags after unfreezing"
+        );
+        Ok(())
+    })
 }
 
 fn freeze_twice_ok(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    expect_ok(b.freeze(srv.pid, true, 0), "freeze")?;
-    expect_ok(b.freeze(srv.pid, true, 10), "freeze again")?;
-    let mut w = WriteBuf::new();
-    w.transaction(0, CODE_ECHO, 0, &Payload::new());
-    expect_txn_error(&b, &w, BR_FROZEN_REPLY, "call while frozen")?;
-    expect_ok(b.freeze(srv.pid, false, 0), "unfreeze")?;
-    still_works(&b)?;
-    srv.kill();
-    Ok(())
+    with_ctxmgr(c, std_handler, |srv, b| {
+        expect_ok(b.freeze(srv.pid, true, 0), "freeze")?;
+        expect_ok(b.freeze(srv.pid, true, 10), "freeze again")?;
+        expect_frozen_reply(b, "call while frozen")?;
+        expect_ok(b.freeze(srv.pid, false, 0), "unfreeze")?;
+        still_works(b)?;
+        Ok(())
+    })
 }

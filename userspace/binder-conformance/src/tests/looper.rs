@@ -65,6 +65,29 @@ where
     Ok((p, out))
 }
 
+/// BC_REGISTER_LOOPER from a short-lived second thread (which then never reads).
+fn register_looper_elsewhere(b: &Binder) -> std::io::Result<()> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w = WriteBuf::new();
+            w.register_looper();
+            b.write(&w).map(|_| ())
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// Make `n` calls to a `spawn_spawn_reporter` server; returns its report for each.
+fn spawn_flags(b: &Binder, out: &Pipe, n: usize) -> TResult<Vec<u64>> {
+    let mut seen = Vec::new();
+    for _ in 0..n {
+        b.call(0, 1, &Payload::new())?;
+        seen.push(out.recv_u64()?);
+    }
+    Ok(seen)
+}
+
 fn spawn_looper_requested(c: &Ctx) -> TResult {
     let (p, out) = spawn_spawn_reporter(c, 1, 1, |_, _| Ok(()))?;
     let b = client(c)?;
@@ -96,24 +119,12 @@ fn spawn_looper_once_until_registered(c: &Ctx) -> TResult {
     // request; after a BC_REGISTER_LOOPER (from a thread that then stays away), again.
     let (p, out) = spawn_spawn_reporter(c, 2, 3, |i, b| {
         if i == 1 {
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let mut w = WriteBuf::new();
-                    w.register_looper();
-                    b.write(&w).map(|_| ())
-                })
-                .join()
-                .unwrap()
-            })?;
+            register_looper_elsewhere(b)?;
         }
         Ok(())
     })?;
     let b = client(c)?;
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        b.call(0, 1, &Payload::new())?;
-        seen.push(out.recv_u64()?);
-    }
+    let seen = spawn_flags(&b, &out, 3)?;
     ensure_eq!(seen, vec![1, 0, 1], "BR_SPAWN_LOOPER per read");
     p.join()
 }
@@ -122,24 +133,12 @@ fn spawn_limited_by_max_threads(c: &Ctx) -> TResult {
     // max_threads 1 and one registered thread: no more requests.
     let (p, out) = spawn_spawn_reporter(c, 1, 3, |i, b| {
         if i == 0 {
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let mut w = WriteBuf::new();
-                    w.register_looper();
-                    b.write(&w).map(|_| ())
-                })
-                .join()
-                .unwrap()
-            })?;
+            register_looper_elsewhere(b)?;
         }
         Ok(())
     })?;
     let b = client(c)?;
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        b.call(0, 1, &Payload::new())?;
-        seen.push(out.recv_u64()?);
-    }
+    let seen = spawn_flags(&b, &out, 3)?;
     ensure_eq!(seen, vec![1, 0, 0], "BR_SPAWN_LOOPER per read");
     p.join()
 }
@@ -196,69 +195,64 @@ fn two_loopers_in_parallel(c: &Ctx) -> TResult {
 }
 
 fn enter_looper_twice(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    let mut w = WriteBuf::new();
-    w.enter_looper().enter_looper();
-    expect_ok(b.write(&w), "BC_ENTER_LOOPER twice")?;
-    still_works(&b)?;
-    srv.kill();
-    Ok(())
+    with_std(c, |b| {
+        let mut w = WriteBuf::new();
+        w.enter_looper().enter_looper();
+        expect_ok(b.write(&w), "BC_ENTER_LOOPER twice")?;
+        still_works(b)?;
+        Ok(())
+    })
 }
 
 fn exit_looper_accepted(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    let mut w = WriteBuf::new();
-    w.enter_looper().exit_looper();
-    let (r, consumed) = b.write_consumed(&w);
-    expect_ok(r, "BC_ENTER_LOOPER + BC_EXIT_LOOPER")?;
-    ensure_eq!(consumed, 8, "write_consumed");
-    still_works(&b)?;
-    srv.kill();
-    Ok(())
+    with_std(c, |b| {
+        let mut w = WriteBuf::new();
+        w.enter_looper().exit_looper();
+        let (r, consumed) = b.write_consumed(&w);
+        expect_ok(r, "BC_ENTER_LOOPER + BC_EXIT_LOOPER")?;
+        ensure_eq!(consumed, 8, "write_consumed");
+        still_works(b)?;
+        Ok(())
+    })
 }
 
 fn register_after_enter_accepted(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    let mut w = WriteBuf::new();
-    w.enter_looper().register_looper();
-    expect_ok(
-        b.write(&w),
-        "BC_REGISTER_LOOPER after BC_ENTER_LOOPER (invalid, not an error)",
-    )?;
-    still_works(&b)?;
-    srv.kill();
-    Ok(())
+    with_std(c, |b| {
+        let mut w = WriteBuf::new();
+        w.enter_looper().register_looper();
+        expect_ok(
+            b.write(&w),
+            "BC_REGISTER_LOOPER after BC_ENTER_LOOPER (invalid, not an error)",
+        )?;
+        still_works(b)?;
+        Ok(())
+    })
 }
 
 fn register_without_request_accepted(c: &Ctx) -> TResult {
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    let mut w = WriteBuf::new();
-    w.register_looper();
-    expect_ok(b.write(&w), "BC_REGISTER_LOOPER without BR_SPAWN_LOOPER")?;
-    still_works(&b)?;
-    srv.kill();
-    Ok(())
+    with_std(c, |b| {
+        let mut w = WriteBuf::new();
+        w.register_looper();
+        expect_ok(b.write(&w), "BC_REGISTER_LOOPER without BR_SPAWN_LOOPER")?;
+        still_works(b)?;
+        Ok(())
+    })
 }
 
 fn client_thread_never_spawned(c: &Ctx) -> TResult {
     // A non-looper thread never gets BR_SPAWN_LOOPER, even with max_threads set.
-    let srv = spawn_std(c)?;
-    let b = client(c)?;
-    b.set_max_threads(4)?;
-    for _ in 0..3 {
-        b.transact(0, CODE_ECHO, 0, &Payload::new())?;
-        let v = b.collect_until(&[BR_REPLY])?;
-        ensure!(
-            !v.contains(&Return::SpawnLooper),
-            "non-looper thread got BR_SPAWN_LOOPER: {}",
-            names(&v)
-        );
-        b.free_buffer(v.last().unwrap().txn().unwrap().buffer)?;
-    }
-    srv.kill();
-    Ok(())
+    with_std(c, |b| {
+        b.set_max_threads(4)?;
+        for _ in 0..3 {
+            b.transact(0, CODE_ECHO, 0, &Payload::new())?;
+            let v = b.collect_until(&[BR_REPLY])?;
+            ensure!(
+                !v.contains(&Return::SpawnLooper),
+                "non-looper thread got BR_SPAWN_LOOPER: {}",
+                names(&v)
+            );
+            b.free_buffer(v.last().unwrap().txn().unwrap().buffer)?;
+        }
+        Ok(())
+    })
 }

@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use crate::Ctx;
-use binder_uapi::harness::{fork_proc, Pipe};
+use binder_uapi::harness::{fork_proc, Pipe, Proc};
 use binder_uapi::*;
 
 crate::tests!(
@@ -208,20 +208,31 @@ fn one_page_mapping(c: &Ctx) -> TResult {
     Ok(())
 }
 
-// 7.2 upstream Rust: BR_DEAD_REPLY without an errno source leaves the extended error at (BR_OK,
-//   0) (process.rs:buffer_alloc, thread.rs:Thread::transaction); C sets (BR_DEAD_REPLY, -ESRCH)
-//   (docs/oracle.md)
-fn receiver_without_mapping_dead_reply(c: &Ctx) -> TResult {
+/// Fork a context manager that opens the device without the usual mapping, runs `setup`,
+/// registers, and then never reads (for one minute). Returns once it is registered.
+fn spawn_idle_mgr<S>(c: &Ctx, setup: S) -> TResult<Proc>
+where
+    S: FnOnce(&Binder) -> TResult,
+{
     let ready = Pipe::new()?;
     let dev = c.dev.clone();
     let srv = fork_proc(|| {
         let b = Binder::open(&dev)?;
+        setup(&b)?;
         b.set_context_mgr()?;
         ready.send_u64(1)?;
         harness::sleep_ms(60_000);
         Ok(())
     })?;
     ready.recv_u64()?;
+    Ok(srv)
+}
+
+// 7.2 upstream Rust: BR_DEAD_REPLY without an errno source leaves the extended error at (BR_OK,
+//   0) (process.rs:buffer_alloc, thread.rs:Thread::transaction); C sets (BR_DEAD_REPLY, -ESRCH)
+//   (docs/oracle.md)
+fn receiver_without_mapping_dead_reply(c: &Ctx) -> TResult {
+    let srv = spawn_idle_mgr(c, |_| Ok(()))?;
     let b = client(c)?;
     for flags in [0, TF_ONE_WAY] {
         let mut w = WriteBuf::new();
@@ -242,19 +253,12 @@ fn receiver_without_mapping_dead_reply(c: &Ctx) -> TResult {
 //   (page_range.rs:use_page_slow, plain ESRCH) -> BR_FAILED_REPLY; C clears alloc->vma on close
 //   -> BR_DEAD_REPLY (docs/oracle.md)
 fn receiver_unmapped_dead_reply(c: &Ctx) -> TResult {
-    let ready = Pipe::new()?;
-    let dev = c.dev.clone();
-    let srv = fork_proc(|| {
-        let b = Binder::open(&dev)?;
+    let srv = spawn_idle_mgr(c, |b| {
         let addr = b.mmap_raw(MB, libc::PROT_READ, libc::MAP_PRIVATE)?;
         // SAFETY: unmapping the mapping we just made.
         unsafe { libc::munmap(addr as *mut libc::c_void, MB) };
-        b.set_context_mgr()?;
-        ready.send_u64(1)?;
-        harness::sleep_ms(60_000);
         Ok(())
     })?;
-    ready.recv_u64()?;
     let b = client(c)?;
     let mut w = WriteBuf::new();
     w.transaction(0, 1, 0, &Payload::from_bytes(b"x"));

@@ -61,6 +61,17 @@ fn expected(suspect: bool) -> Vec<u32> {
     v
 }
 
+/// Flood with 17 one-ways of 32 KiB and compare the returns with `expected(suspect)`.
+fn expect_flood(b: &Binder, suspect: bool) -> TResult {
+    let got = flood(b, 17)?;
+    ensure!(
+        got == expected(suspect),
+        "returns for 17 one-ways: [{}]",
+        names_of(&got)
+    );
+    Ok(())
+}
+
 // 7.2 upstream Rust: BR_ONEWAY_SPAM_SUSPECT on every one-way while space is low:
 //   range_alloc/{tree,array}.rs reserve_new have no latch like C's alloc->oneway_spam_detected
 //   (docs/oracle.md)
@@ -68,12 +79,7 @@ fn suspect_reported_once(c: &Ctx) -> TResult {
     let sink = spawn_sink(c)?;
     let b = client(c)?;
     expect_ok(b.enable_oneway_spam_detection(true), "enable detection")?;
-    let got = flood(&b, 17)?;
-    ensure!(
-        got == expected(true),
-        "returns for 17 one-ways: [{}]",
-        names_of(&got)
-    );
+    expect_flood(&b, true)?;
     sink.kill();
     Ok(())
 }
@@ -81,12 +87,7 @@ fn suspect_reported_once(c: &Ctx) -> TResult {
 fn not_reported_when_disabled(c: &Ctx) -> TResult {
     let sink = spawn_sink(c)?;
     let b = client(c)?;
-    let got = flood(&b, 17)?;
-    ensure!(
-        got == expected(false),
-        "returns for 17 one-ways: [{}]",
-        names_of(&got)
-    );
+    expect_flood(&b, false)?;
     sink.kill();
     Ok(())
 }
@@ -96,12 +97,7 @@ fn not_reported_after_disable(c: &Ctx) -> TResult {
     let b = client(c)?;
     b.enable_oneway_spam_detection(true)?;
     b.enable_oneway_spam_detection(false)?;
-    let got = flood(&b, 17)?;
-    ensure!(
-        got == expected(false),
-        "returns for 17 one-ways: [{}]",
-        names_of(&got)
-    );
+    expect_flood(&b, false)?;
     sink.kill();
     Ok(())
 }
