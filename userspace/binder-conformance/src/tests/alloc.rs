@@ -20,6 +20,7 @@ crate::tests!(
     drop_caches_reclaims_free_pages,
     drop_caches_keeps_used_pages,
     reclaim_races_traffic,
+    best_fit_among_many_buffers,
 );
 
 fn odd_sizes_roundtrip(c: &Ctx) -> TResult {
@@ -76,6 +77,7 @@ fn spawn_hoarder(c: &Ctx, release: Option<&Pipe>) -> Result<harness::Proc, Strin
         loop {
             match b.next_within(60_000)? {
                 Return::Transaction(td) => {
+                    let mut w_free_self = false;
                     if td.code == 99 {
                         // Free everything held so far, then answer.
                         for p in held.drain(..) {
@@ -84,13 +86,21 @@ fn spawn_hoarder(c: &Ctx, release: Option<&Pipe>) -> Result<harness::Proc, Strin
                         if let Some(r) = release {
                             r.send_u64(1)?;
                         }
+                    } else if td.code == 98 {
+                        // Free the held buffer at the address in the data, then answer.
+                        let rec = b.received(&td)?;
+                        let addr = u64::from_ne_bytes(rec.data[0..8].try_into().unwrap());
+                        if let Some(i) = held.iter().position(|&p| p == addr) {
+                            b.free_buffer(held.swap_remove(i))?;
+                        }
+                        w_free_self = true;
                     } else {
                         held.push(td.buffer);
                     }
                     let mut w = WriteBuf::new();
                     let mut p = Payload::new();
                     p.u64(td.buffer);
-                    if td.code == 99 {
+                    if td.code == 99 || w_free_self {
                         w.free_buffer(td.buffer);
                     }
                     w.reply(0, &p);
@@ -346,6 +356,59 @@ fn reclaim_races_traffic(c: &Ctx) -> TResult {
     );
     drop_caches()?;
     expect_pages(&l, srv.pid, 0, 0, "after the echoes and a last drop_caches")?;
+    srv.kill();
+    Ok(())
+}
+
+fn best_fit_among_many_buffers(c: &Ctx) -> TResult {
+    // With many buffers held (the Rust driver then keeps the ranges in trees), a new buffer
+    // still goes to the smallest hole that fits it, and freeing merges neighbouring holes.
+    const N: usize = 48;
+    let srv = spawn_hoarder(c, None)?;
+    let b = client(c)?;
+    let mut a = Vec::new();
+    for i in 0..N {
+        a.push(addr_of(&b.call(0, 1, &pattern(1024, i as u8))?));
+    }
+    for i in 1..N {
+        ensure_eq!(
+            a[i],
+            a[0] + 1024 * i as u64,
+            &format!("address of held buffer {i}")
+        );
+    }
+    let free = |i: usize| -> TResult {
+        let mut p = Payload::new();
+        p.u64(a[i]);
+        b.call(0, 98, &p)?;
+        Ok(())
+    };
+    // Holes of 1 KiB (buffer 5), 2 KiB (20-21) and 3 KiB (30-32, freed out of order).
+    for i in [5, 21, 20, 30, 32, 31] {
+        free(i)?;
+    }
+    let at =
+        |n: usize, seed: u8| -> TResult<u64> { Ok(addr_of(&b.call(0, 1, &pattern(n, seed))?)) };
+    ensure_eq!(at(2048, 1)?, a[20], "a 2 KiB buffer goes to the 2 KiB hole");
+    ensure_eq!(at(1024, 2)?, a[5], "a 1 KiB buffer goes to the 1 KiB hole");
+    ensure_eq!(
+        at(1500, 3)?,
+        a[30],
+        "a 1500-byte buffer goes to the 3 KiB hole"
+    );
+    let next = a[30] + 1504;
+    ensure_eq!(
+        at(1500, 4)?,
+        next,
+        "the rest of the 3 KiB hole takes the next one"
+    );
+    // Code 99 frees everything: the area is one free range again.
+    b.call(0, 99, &Payload::new())?;
+    ensure_eq!(
+        at(1024, 5)?,
+        a[0],
+        "after everything is freed, the first buffer is at the start"
+    );
     srv.kill();
     Ok(())
 }
