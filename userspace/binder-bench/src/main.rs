@@ -6,6 +6,7 @@
 //! `FAIL:` after a `# reason` line. Exit status is nonzero if any workload failed.
 
 mod ep;
+mod profile;
 mod report;
 mod sys;
 mod work;
@@ -163,7 +164,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: binder-bench [--list] [--scale F] [--rtt-n N] [--obj-n N] [--floor-n N] [--sweep-n N]\n\
          \x20                   [--tput-secs S] [--oneway-n N] [--mem-procs N] [--mem-threads N]\n\
-         \x20                   [--mem-reps N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [WORKLOAD...]\n\
+         \x20                   [--mem-reps N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
          workloads: {}",
         WORKLOADS.join(" ")
     );
@@ -175,6 +176,7 @@ fn main() {
     let mut only: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     let mut scale: Option<f64> = None;
+    let mut profiling = false;
     // Explicit counts win over --scale, whatever their order.
     let mut explicit: Vec<(String, String)> = Vec::new();
     while let Some(a) = args.next() {
@@ -187,6 +189,7 @@ fn main() {
             }
             "-h" | "--help" => usage(),
             "--bail-on-hang" => cfg.bail_on_hang = true,
+            "--profile" => profiling = true,
             "--scale" => {
                 scale = Some(
                     args.next()
@@ -238,6 +241,12 @@ fn main() {
     if let Ok(c) = std::fs::read_to_string("/proc/cmdline") {
         note(&format!("cmdline: {}", c.trim()));
     }
+    if profiling {
+        if let Err(e) = profile::reset() {
+            eprintln!("binder-bench: {e}");
+            std::process::exit(2);
+        }
+    }
     let mut failed = 0;
     let mut hung: Option<&str> = None;
     for w in selected {
@@ -270,6 +279,12 @@ fn main() {
             }
         }
         let _ = std::io::stdout().flush();
+    }
+    if profiling {
+        if let Err(e) = profile::dump(3000) {
+            note(&e);
+            failed += 1;
+        }
     }
     std::process::exit(if failed > 0 { 1 } else { 0 });
 }
