@@ -6,9 +6,13 @@ MRB_CACHE=${MRB_CACHE:-/var/cache/meta-rust-binder}
 # The kernel version: 6.12 (the layer's target) or 7.2 (Debian unstable's,
 # with upstream's own Rust binder: the reference; scripts/setup-host --reference).
 KVER=${KVER:-6.12}
+# The 6.12 base: pristine upstream 6.12.y, the version whinlatter's
+# linux-yocto_6.12.bb pins (and the layer's wrynose recipe with it), from
+# Debian's orig tarball (scripts/fetch-upstream; scripts/setup-host fetches it).
+KBASE=${KBASE:-6.12.69}
 case "$KVER" in
 *,*) ;; # several kernels: scripts/check runs a check per kernel, which sets these
-6.12) KSRC_TARBALL=${KSRC_TARBALL:-/usr/src/linux-source-6.12.tar.xz} ;;
+6.12) KSRC_TARBALL=${KSRC_TARBALL:-$MRB_CACHE/dl/linux_$KBASE.orig.tar.xz} ;;
 *) KSRC_TARBALL=${KSRC_TARBALL:-$MRB_CACHE/linux-source-$KVER-pkg/usr/src/linux-source-$KVER.tar.xz} ;;
 esac
 # The pristine tree (a git repository, base commit tagged "base") that
