@@ -296,6 +296,19 @@ impl Snapshot {
     }
 
     /// Differences from `base` as "key base->now" strings.
+    /// How far the counts are from `base`: the sum of the differences, each way.
+    pub fn distance(&self, base: &Snapshot) -> u64 {
+        let mut d = 0;
+        for (a, b) in [(&self.active, &base.active), (&self.lines, &base.lines)] {
+            for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+                let now = a.get(k).copied().unwrap_or(0);
+                let then = b.get(k).copied().unwrap_or(0);
+                d += now.abs_diff(then);
+            }
+        }
+        d
+    }
+
     pub fn diff(&self, base: &Snapshot) -> Vec<String> {
         let mut out = Vec::new();
         for (a, b) in [(&self.active, &base.active), (&self.lines, &base.lines)] {

@@ -582,9 +582,68 @@ pub fn wait_until<F: FnMut() -> bool>(timeout: Duration, mut f: F) -> bool {
     }
 }
 
+/// Poll `left` every 20 ms until it returns `Some(0)`: how much is still outstanding (objects
+/// not yet released, say). Waits as long as that keeps going down: gives up once it has not
+/// gone down for `stall`, or after `cap` in all, so a slow but steady teardown on a loaded host
+/// is waited for and a stuck one is not. `None` (unreadable) counts as no progress. Returns
+/// whether it reached 0.
+pub fn wait_drained<F: FnMut() -> Option<u64>>(
+    stall: Duration,
+    cap: Duration,
+    mut left: F,
+) -> bool {
+    let start = Instant::now();
+    let mut best = u64::MAX;
+    let mut since = start;
+    loop {
+        match left() {
+            Some(0) => return true,
+            Some(n) if n < best => {
+                best = n;
+                since = Instant::now();
+            }
+            _ => {}
+        }
+        let now = Instant::now();
+        if now.duration_since(since) >= stall || now.duration_since(start) >= cap {
+            return false;
+        }
+        sleep_ms(20);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_drained_waits_for_progress() {
+        let mut n = 5u64;
+        // Goes down by one a poll: reached although it takes longer than the stall time
+        // between the first and the last poll.
+        assert!(wait_drained(
+            Duration::from_millis(50),
+            Duration::from_secs(10),
+            || {
+                n = n.saturating_sub(1);
+                Some(n)
+            }
+        ));
+        // Stuck: gives up after the stall time.
+        let t = Instant::now();
+        assert!(!wait_drained(
+            Duration::from_millis(100),
+            Duration::from_secs(10),
+            || Some(3)
+        ));
+        assert!(t.elapsed() >= Duration::from_millis(100) && t.elapsed() < Duration::from_secs(5));
+        // Unreadable: no progress either.
+        assert!(!wait_drained(
+            Duration::from_millis(50),
+            Duration::from_secs(10),
+            || None
+        ));
+    }
 
     #[test]
     fn pass_fail_skip_panic() {
