@@ -40,6 +40,16 @@ JOBS=${JOBS:-$(($(nproc) + 1))}
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
 
+# MRB_RUSTC=VERSION builds with another Debian rustc-web (scripts/setup-rustc
+# unpacks it into the cache), in build folders of its own.
+if [ -n "${MRB_RUSTC:-}" ]; then
+	_r=$MRB_CACHE/rustc-$MRB_RUSTC
+	[ -x "$_r/bin/rustc" ] || die "no rustc $MRB_RUSTC in $_r: run scripts/setup-rustc $MRB_RUSTC"
+	export PATH="$_r/bin:$PATH"
+	export RUSTC=$_r/bin/rustc RUSTDOC=$_r/bin/rustdoc HOSTRUSTC=$_r/bin/rustc
+	export RUST_LIB_SRC=$_r/usr/lib/rustlib/src/rust/library
+fi
+
 # scc_walk FILE KIND: print the files of KIND ("patch" or "kconf") that an
 # .scc lists, in order, following "include" lines, as absolute paths.
 scc_walk() {
