@@ -9,7 +9,12 @@ SECTION = "kernel"
 LICENSE = "GPL-2.0-only"
 LIC_FILES_CHKSUM = "file://COPYING;md5=6bc538ed5bd9a7fc9398086aedcd7e46"
 
-# Branch and SRCREVs of oe-core's linux-yocto_6.12.bb (LINUX_VERSION 6.12.63).
+# Version: 6.12.69, the upstream stable release the layer's test harness
+# builds and tests the rust-binder series on. KBRANCH, SRCREV_machine and
+# SRCREV_meta are whinlatter's linux-yocto_6.12.bb at LINUX_VERSION 6.12.69,
+# read from oe-core commit d2588fad20a1b0e5b8c58112ee084721331f8acf
+# ("linux-yocto/6.12: update to v6.12.69", branch whinlatter; the recipe's
+# pins are unchanged from there to whinlatter's head 8751ec83421192fc).
 KBRANCH ?= "v6.12/standard/base"
 
 require recipes-kernel/linux/linux-yocto.inc
@@ -27,12 +32,12 @@ REQUIRED_DISTRO_FEATURES = "rust-binder"
 KBRANCH:qemuarm64 ?= "v6.12/standard/base"
 KBRANCH:qemux86-64 ?= "v6.12/standard/base"
 
-SRCREV_machine:qemuarm64 ?= "8b6eae329c7720386de14aa56db14b9c81f2e67d"
-SRCREV_machine:qemux86-64 ?= "8b6eae329c7720386de14aa56db14b9c81f2e67d"
-SRCREV_machine ?= "8b6eae329c7720386de14aa56db14b9c81f2e67d"
-SRCREV_meta ?= "f7d83a5a4be20f4f4d3fcf3b1fbd23aa69bdc6ac"
+SRCREV_machine:qemuarm64 ?= "a7fbaf7533ae7ebc35f56c0dfb86970eda4d721c"
+SRCREV_machine:qemux86-64 ?= "a7fbaf7533ae7ebc35f56c0dfb86970eda4d721c"
+SRCREV_machine ?= "a7fbaf7533ae7ebc35f56c0dfb86970eda4d721c"
+SRCREV_meta ?= "5b1ff7df002df6e7069a53b361d9e8f5f9df3aac"
 
-LINUX_VERSION ?= "6.12.63"
+LINUX_VERSION ?= "6.12.69"
 PV = "${LINUX_VERSION}+git"
 
 SRC_URI = "git://git.yoctoproject.org/linux-yocto.git;name=machine;branch=${KBRANCH};protocol=https \
