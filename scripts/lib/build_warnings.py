@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Judge the warnings of a kernel build log by whose line they are on.
 
-    warnings.py LOG TREE [BASE]
+    build_warnings.py LOG TREE [BASE]
 
 A warning (or error) whose location is a line that the series added (git diff
 BASE..HEAD of TREE, default BASE "base") is the series' own: it is printed
@@ -12,7 +12,9 @@ and counts as the series' (the safe side).
 
 Locations are read in the two forms the build prints: Clang's
 "path:line:col: warning: ..." and rustc's "warning: ..." followed by
-"--> path:line:col".
+"--> path:line:col". A warning about the crate attributes that the kernel's
+Makefile.build injects (-Zcrate-attr, "--> <crate attribute>:1:N") is the
+kernel's own.
 """
 import re
 import subprocess
@@ -20,7 +22,7 @@ import sys
 
 CLANG = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):\d+: (?P<kind>warning|error): (?P<msg>.*)")
 RUSTC = re.compile(r"^(?P<kind>warning|error)(\[\w+\])?: (?P<msg>.*)")
-ARROW = re.compile(r"^\s*--> (?P<path>[^\s:]+):(?P<line>\d+):\d+")
+ARROW = re.compile(r"^\s*--> (?P<path>[^:]+):(?P<line>\d+):\d+\s*$")
 SUMMARY = re.compile(r"^(warning|error): (\d+ warnings? emitted|aborting due to)")
 
 
@@ -79,7 +81,11 @@ def main():
             ours.append(text)
             continue
         path = relpath(path, tree)
-        if line in added.get(path, ()):
+        if path == "<crate attribute>":
+            # -Zcrate-attr from the kernel's own Makefile.build
+            # (rust_allowed_features), not a line of any file.
+            others.add(f"{path} (the kernel's rust_allowed_features): {kind}: {msg}")
+        elif line in added.get(path, ()):
             ours.append(text)
         else:
             others.add(f"{path}:{line}: {kind}: {msg}")
