@@ -48,3 +48,22 @@ do_kernel_configme:append() {
 # The kernel's Rust build does not work through ccache (rustc is handed
 # $HOSTCC as a linker path); oe-core's kernel-yocto-rust does the same.
 CCACHE_DISABLE ?= "1"
+
+# walnascar's oe-core has no clang-native and no bindgen-cli-native (whinlatter
+# and later have both); meta-clang provides them. Without it every target
+# fails with "Nothing PROVIDES 'clang-native'", which does not say what to do:
+# stop the parse with the fix instead.
+# A parse-time check needs anonymous python.
+# nooelint: oelint.task.noanonpython
+python __anonymous() {
+    import os
+    if 'clang-layer' in (d.getVar('BBFILE_COLLECTIONS') or '').split():
+        return
+    if os.path.isdir(os.path.join(d.getVar('COREBASE'), 'meta', 'recipes-devtools', 'clang')):
+        return
+    bb.fatal("rust-binder: %s needs clang-native and bindgen-cli-native for the kernel's "
+             "Rust, and this release's oe-core (%s) has neither. Add meta-clang (branch "
+             "of the same release, e.g. walnascar; layer collection clang-layer) to "
+             "bblayers.conf, as kas/walnascar.yml of meta-rust-binder does."
+             % (d.getVar('PN'), d.getVar('DISTRO_CODENAME') or d.getVar('LAYERSERIES_CORENAMES')))
+}

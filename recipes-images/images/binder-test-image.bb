@@ -1,8 +1,9 @@
 SUMMARY = "Minimal image that runs the binder ptests"
-DESCRIPTION = "core-image-minimal plus ptest-runner and the binder test \
-               packages (conformance suite, the kernel's binderfs selftest), \
-               for QEMU or a board: boot it and run ptest-runner, or let \
-               testimage do it."
+DESCRIPTION = "core-image-minimal plus ptest-runner and every binder ptest \
+               that the layer's QEMU harness runs (conformance suite, the \
+               kernel's binderfs selftest, fuzzer and regression tests, \
+               benchmarks, rsbinder client), for QEMU or a board: boot it \
+               and run ptest-runner, or let testimage do it."
 LICENSE = "MIT"
 
 require recipes-core/images/core-image-minimal.bb
@@ -10,7 +11,13 @@ inherit core-image features_check
 
 REQUIRED_DISTRO_FEATURES = "ptest"
 
-IMAGE_INSTALL:append = " ptest-runner binder-conformance-ptest binderfs-selftest-ptest"
+# The ptests of scripts/check, so that ptest-runner on a board lists the same
+# packages as the harness in QEMU. With a lib32 multilib configured (see
+# binder-conformance_0.1.bb), the 32-bit conformance suite as well.
+BINDER_PTESTS = "binderfs-selftest-ptest binder-conformance-ptest binder-fuzz-ptest \
+                 binder-bench-ptest binder-rsbinder-ptest \
+                 ${@bb.utils.contains('MULTILIBS', 'multilib:lib32', 'lib32-binder-conformance-ptest', '', d)}"
+IMAGE_INSTALL:append = " ptest-runner ${BINDER_PTESTS}"
 
 # Room for the tests' scratch files, and memory for KASAN/lockdep test kernels.
 IMAGE_ROOTFS_EXTRA_SPACE = "65536"
