@@ -115,3 +115,28 @@ kernel_feature() {
 results_name() {
 	if [ "$KVER" = 6.12 ]; then echo "$1-arm64"; else echo "$1-arm64-$KVER"; fi
 }
+
+# config_survived CONFIG FRAG...: every option the fragments ask for (set or
+# "is not set") must be so in CONFIG, after Kconfig's dependencies (when
+# fragments disagree, the later one wins, as in merge_config.sh). Names each
+# option that did not survive, with the fragment that asked; fails if any.
+config_survived() {
+	_cfg=$1
+	shift
+	_bad=0
+	_wanted=$(cat "$@" | sed -nE 's/^(CONFIG_[A-Za-z0-9_]+)=.*/\1 &/p; s/^# (CONFIG_[A-Za-z0-9_]+) is not set/\1 &/p' |
+		awk '{ opt = $1; sub(/^[^ ]+ /, ""); want[opt] = $0; if (!(opt in seen)) { seen[opt] = 1; order[++n] = opt } }
+		END { for (i = 1; i <= n; i++) print want[order[i]] }')
+	while IFS= read -r _want; do
+		[ -n "$_want" ] || continue
+		_opt=$(echo "$_want" | sed -E 's/^# //; s/[= ].*//')
+		_have=$(grep -E "^(# )?$_opt[= ]" "$_cfg" || echo "# $_opt is not set")
+		if [ "$_have" != "$_want" ]; then
+			echo "$(grep -lE "^(# )?$_opt[= ]" "$@" | xargs -n1 basename | tail -1): asked for '$_want', got '$_have'" >&2
+			_bad=1
+		fi
+	done <<EOF_WANTED
+$_wanted
+EOF_WANTED
+	return $_bad
+}
