@@ -30,6 +30,7 @@ pub mod priority;
 pub mod refcount;
 pub mod smoke;
 pub mod spam;
+pub mod trace;
 pub mod transaction;
 
 /// Every test, area by area: the basics first, then the uapi surface roughly in the
@@ -55,5 +56,6 @@ pub fn all() -> Vec<Test> {
     v.extend(node_info::tests());
     v.extend(bad_input::tests());
     v.extend(logs::tests());
+    v.extend(trace::tests());
     v
 }
