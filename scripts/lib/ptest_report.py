@@ -288,8 +288,8 @@ def reproduce(driver, rnd, seed, pkg, name, rounds):
                 " (the backtraces are in ptest.log)")
     test = base_name(name)
     return (f"scripts/soak --driver {driver} --rounds 1 --seed {seed} --no-fuzz; in a shell "
-            f"(scripts/qemu-run --driver {driver}): /usr/lib/{pkg}/ptest/run-ptest --shuffle {seed}; "
-            f"the test alone: /usr/lib/{pkg}/ptest/run-ptest {test}")
+            f"(scripts/qemu-run --driver {driver}): /usr/lib/{pkg}/ptest/run-ptest --shuffle {seed} "
+            f"--timeout 60; the test alone: /usr/lib/{pkg}/ptest/run-ptest --timeout 60 {test}")
 
 
 def soak(defects, *pairs):

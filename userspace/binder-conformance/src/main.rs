@@ -53,7 +53,12 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 
 fn main() {
     let mut list = false;
-    let mut timeout = 20u64;
+    // The per-test timeout: --timeout, else BINDER_CONFORMANCE_TIMEOUT (the harness sets
+    // it when kmemleak slows the kernel down), else 20 s.
+    let mut timeout = std::env::var("BINDER_CONFORMANCE_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20u64);
     let mut filter: Option<String> = None;
     let mut seed: Option<u64> = None;
     let mut args = std::env::args().skip(1);
