@@ -77,10 +77,16 @@ machine_frags() {
 }
 
 # feature_frags FEATURE: every config fragment of FEATURE's kernel on $KVER,
-# in merge order (the machine's, then the feature's).
+# in merge order (the machine's, the feature's, then on 6.12 for a debug
+# feature the harness's kmemleak fragment).
 feature_frags() {
 	machine_frags
 	scc_walk "$FEATURE_DIR/$1.scc" kconf
+	# The 6.12 test kernels (the *-debug features) also get kmemleak, a
+	# harness-only fragment (why: its header).
+	case "$KVER:$1" in
+	6.12:*-debug) echo "$top/scripts/lib/qemuarm64-kmemleak.cfg" ;;
+	esac
 }
 
 # config_stamp FEATURE: the stamp that scripts/build-kernel writes into the

@@ -15,6 +15,13 @@
     ptest_report.py matrix DIR...   a Markdown table of every test whose result
                                     is not the same in all DIRs (e.g. C and Rust
                                     on 6.12 and on 7.2), and a count per DIR
+    ptest_report.py soak DEFECTS DRIVER=DIR...
+                                    scripts/soak's boots (ptest.log of
+                                    scripts/guest/mrb-soak, console.log): every
+                                    test whose result changed across rounds or
+                                    drivers, every FAIL with the command that
+                                    reproduces it; "N runs, N tests, N flaky,
+                                    N failed"; exit status 1 unless all clean
 """
 import re
 import sys
@@ -236,6 +243,109 @@ def matrix(*dirs):
     return 0
 
 
+SOAK_ROUND = re.compile(r"^SOAK-ROUND: (\S+) seed=(\d+)")
+
+
+def soak_runs(driver, d, known):
+    """(runs, problems) of one soak boot: a run is (driver, round, seed, package,
+    test name, result, detail); round is "1".."N", "fuzz" or "boot" (KUnit)."""
+    d = Path(d)
+    ptest = (d / "ptest.log").read_text(errors="replace") if (d / "ptest.log").exists() else ""
+    console = (d / "console.log").read_text(errors="replace") if (d / "console.log").exists() else ""
+    runs, problems, chunks = [], [], []
+    for line in ptest.splitlines():
+        m = SOAK_ROUND.match(line)
+        if m:
+            chunks.append((m.group(1), m.group(2), []))
+        elif chunks:
+            chunks[-1][2].append(line)
+    for rnd, seed, lines in chunks:
+        tests, probs = parse_ptest("\n".join(lines))
+        problems += [f"{driver} round {rnd} (seed {seed}): {p}" for p in probs]
+        for pkg, name, res, detail in tests:
+            if res == "FAIL" and base_name(name) in known:
+                res = "KNOWN"
+            runs.append((driver, rnd, seed, pkg, name, res, detail))
+    runs += [(driver, "boot", "-", p, n, r, x) for p, n, r, x in parse_kunit(console)]
+    if "SOAK-DONE" not in ptest.splitlines():
+        problems.append(f"{driver}: the soak never finished (guest crashed, hung or timed out; "
+                        f"{d}/console.log); rounds seen: {' '.join(c[0] for c in chunks) or 'none'}")
+    splats = [l for l in console.splitlines() if SPLAT.search(l)]
+    if splats:
+        problems.append(f"{driver}: kernel splat in {d}/console.log:\n    " + "\n    ".join(splats[:20]))
+    return runs, problems
+
+
+def reproduce(driver, rnd, seed, pkg, name, rounds):
+    """The command that runs a failing test again as the soak ran it."""
+    if rnd == "boot":
+        return f"scripts/qemu-run --driver {driver} (KUnit runs at boot; console.log)"
+    if pkg == "binder-fuzz":
+        return (f"scripts/qemu-run --driver {driver} --ptest --only binder-fuzz --env FUZZ_SEED={seed}"
+                " (the replay of a failing fuzz round is in the lines above the FAIL)")
+    if name.split("::")[0].endswith("kmemleak"):
+        return (f"scripts/soak --driver {driver} --rounds {rounds} --seed {int(seed) - int(rnd) + 1}"
+                " (the backtraces are in ptest.log)")
+    test = base_name(name)
+    return (f"scripts/soak --driver {driver} --rounds 1 --seed {seed} --no-fuzz; in a shell "
+            f"(scripts/qemu-run --driver {driver}): /usr/lib/{pkg}/ptest/run-ptest --shuffle {seed} "
+            f"--timeout 60; the test alone: /usr/lib/{pkg}/ptest/run-ptest --timeout 60 {test}")
+
+
+def soak(defects, *pairs):
+    runs, problems = [], []
+    drivers = []
+    for pair in pairs:
+        driver, d = pair.split("=", 1)
+        drivers.append(driver)
+        r, p = soak_runs(driver, d, load_defects(defects, driver))
+        runs += r
+        problems += p
+    numbered = [int(r[1]) for r in runs if r[1].isdigit()]
+    rounds = max(numbered) if numbered else 0
+    by_name = {}
+    for run in runs:
+        by_name.setdefault(run[4], []).append(run)
+    # A test is expected in every (driver, round) of a round label in which
+    # it ran on any driver: a missing result is a result too.
+    flaky, failed = [], 0
+    for name, rs in sorted(by_name.items()):
+        seen = {(r[0], r[1]) for r in rs}
+        labels = {r[1] for r in rs}
+        missing = [(drv, rnd) for drv in drivers for rnd in sorted(labels) if (drv, rnd) not in seen]
+        results = {r[5] if r[5] != "KNOWN" else "PASS" for r in rs}
+        if missing:
+            results.add("MISSING")
+        if len(results) > 1:
+            flaky.append((name, rs, missing))
+    for name, rs, missing in flaky:
+        print(f"CHANGED: {name}: (round/seed=result)")
+        for drv in drivers:
+            line = " ".join(f"{r[1]}/{r[2]}={r[5]}" for r in rs if r[0] == drv)
+            line += "".join(f" {rnd}=MISSING" for d2, rnd in missing if d2 == drv)
+            print(f"    {drv}: {line}")
+    for drv, rnd, seed, pkg, name, res, detail in runs:
+        if res == "FAIL":
+            failed += 1
+            print(f"FAIL: {name} ({drv} driver, round {rnd}, seed {seed})")
+            for l in detail.splitlines():
+                print(f"    {l}")
+            print(f"    reproduce: {reproduce(drv, rnd, seed, pkg, name, rounds)}")
+        elif res == "KNOWN":
+            print(f"KNOWN: {name} ({drv} driver, round {rnd}): a known defect of the {drv} driver ({defects})")
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    for drv in drivers:
+        mine = [r for r in runs if r[0] == drv]
+        c = {k: sum(1 for r in mine if r[5] == k) for k in ("PASS", "FAIL", "SKIP", "KNOWN")}
+        n = len({r[1] for r in mine if r[1].isdigit()})
+        leaks = " ".join(f"{r[4]}={r[5]}" for r in mine if "kmemleak::" in r[4])
+        print(f"{drv}: {n} rounds, {c['PASS']} passed, {c['FAIL']} failed, {c['SKIP']} skipped, "
+              f"{c['KNOWN']} known; kmemleak: {leaks or 'no verdict'}")
+    print(f"{len(runs)} runs, {len(by_name)} tests, {len(flaky)} flaky, {failed + len(problems)} failed")
+    return 0 if not flaky and not failed and not problems else 1
+
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    sys.exit({"summarize": summarize, "compare": compare, "matrix": matrix}[cmd](*args))
+    sys.exit({"summarize": summarize, "compare": compare, "matrix": matrix, "soak": soak}[cmd](*args))

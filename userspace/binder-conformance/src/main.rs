@@ -28,14 +28,39 @@ pub struct Test {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: binder-conformance [--list] [--timeout SECS] [FILTER]");
+    eprintln!("usage: binder-conformance [--list] [--timeout SECS] [--shuffle SEED] [FILTER]");
     std::process::exit(2);
+}
+
+/// One splitmix64 step: a seeded, architecture-independent stream (the same
+/// order on the 64-bit and the 32-bit build), no external crates.
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Fisher-Yates with splitmix64: the order that `--shuffle seed` runs `v` in.
+fn shuffle<T>(v: &mut [T], seed: u64) {
+    let mut s = seed;
+    for i in (1..v.len()).rev() {
+        let j = (splitmix(&mut s) % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
 }
 
 fn main() {
     let mut list = false;
-    let mut timeout = 20u64;
+    // The per-test timeout: --timeout, else BINDER_CONFORMANCE_TIMEOUT (the harness sets
+    // it when kmemleak slows the kernel down), else 20 s.
+    let mut timeout = std::env::var("BINDER_CONFORMANCE_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20u64);
     let mut filter: Option<String> = None;
+    let mut seed: Option<u64> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -46,13 +71,19 @@ fn main() {
                     None => usage(),
                 }
             }
+            "--shuffle" => {
+                seed = match args.next().and_then(|v| v.parse().ok()) {
+                    Some(s) => Some(s),
+                    None => usage(),
+                }
+            }
             "-h" | "--help" => usage(),
             s if s.starts_with('-') => usage(),
             s => filter = Some(s.to_string()),
         }
     }
     let all = tests::all();
-    let selected: Vec<&Test> = all
+    let mut selected: Vec<&Test> = all
         .iter()
         .filter(|t| {
             filter
@@ -61,6 +92,12 @@ fn main() {
                 .unwrap_or(true)
         })
         .collect();
+    // A shuffled order (scripts/soak) finds tests that pass only after, or
+    // fail only after, another test: the seed is printed, and the same seed
+    // and filter give the same order again.
+    if let Some(seed) = seed {
+        shuffle(&mut selected, seed);
+    }
     if list {
         for t in &selected {
             println!("{}", t.name);
@@ -75,6 +112,13 @@ fn main() {
     // tests 5 s each (until one finishes in time) so the whole run stays within the
     // ptest runner's budget and still reports every test.
     let mut consecutive_timeouts = 0;
+    if let Some(seed) = seed {
+        println!(
+            "# order: shuffled with seed {seed} (binder-conformance --shuffle {seed}{}{})",
+            if filter.is_some() { " " } else { "" },
+            filter.as_deref().unwrap_or("")
+        );
+    }
     let out = std::io::stdout();
     for (i, t) in selected.iter().enumerate() {
         let name = format!("bct{pid}-{i}");
