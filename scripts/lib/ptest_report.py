@@ -284,7 +284,7 @@ def reproduce(driver, rnd, seed, pkg, name, rounds):
         return (f"scripts/qemu-run --driver {driver} --ptest --only binder-fuzz --env FUZZ_SEED={seed}"
                 " (the replay of a failing fuzz round is in the lines above the FAIL)")
     if name.split("::")[0].endswith("kmemleak"):
-        return (f"scripts/soak --driver {driver} --rounds {rounds} --seed {int(seed) - int(rnd) + 1}"
+        return (f"scripts/soak --kmemleak --driver {driver} --rounds {rounds} --seed {int(seed) - int(rnd) + 1}"
                 " (the backtraces are in ptest.log)")
     test = base_name(name)
     return (f"scripts/soak --driver {driver} --rounds 1 --seed {seed} --no-fuzz; in a shell "
@@ -341,7 +341,7 @@ def soak(defects, *pairs):
         n = len({r[1] for r in mine if r[1].isdigit()})
         leaks = " ".join(f"{r[4]}={r[5]}" for r in mine if "kmemleak::" in r[4])
         print(f"{drv}: {n} rounds, {c['PASS']} passed, {c['FAIL']} failed, {c['SKIP']} skipped, "
-              f"{c['KNOWN']} known; kmemleak: {leaks or 'no verdict'}")
+              f"{c['KNOWN']} known; kmemleak: {leaks or 'off'}")
     print(f"{len(runs)} runs, {len(by_name)} tests, {len(flaky)} flaky, {failed + len(problems)} failed")
     return 0 if not flaky and not failed and not problems else 1
 
