@@ -21,6 +21,7 @@ crate::tests!(
     oneway_call,
     reply_with_fd,
     failed_transaction,
+    failed_after_alloc,
 );
 
 /// The binder events perfetto and systrace use, with the fields both drivers record.
@@ -65,6 +66,33 @@ const FORMATS: &[(&str, &[&str])] = &[
             "node_ptr",
             "ref_debug_id",
             "ref_desc",
+        ],
+    ),
+    (
+        "binder_transaction_buffer_release",
+        &[
+            "debug_id",
+            "data_size",
+            "offsets_size",
+            "extra_buffers_size",
+        ],
+    ),
+    (
+        "binder_transaction_failed_buffer_release",
+        &[
+            "debug_id",
+            "data_size",
+            "offsets_size",
+            "extra_buffers_size",
+        ],
+    ),
+    (
+        "binder_transaction_update_buffer_release",
+        &[
+            "debug_id",
+            "data_size",
+            "offsets_size",
+            "extra_buffers_size",
         ],
     ),
     ("binder_command", &["cmd"]),
@@ -555,6 +583,22 @@ fn reply_with_fd(c: &Ctx) -> TResult {
         "fd_send, fd_recv, received out of order: {}",
         listing(&ev)
     );
+    // BC_FREE_BUFFER of the reply: its buffer is released, with the sizes it was allocated
+    // with.
+    let f = need(
+        &ev,
+        rgot,
+        "binder_transaction_buffer_release",
+        "the caller's BC_FREE_BUFFER of the reply",
+        |e| e.num("transaction").ok() == Some(rid),
+    )?;
+    ensure_eq!(ev[f].pid, me, "process freeing the reply's buffer");
+    ensure_eq!(
+        ev[f].num("data_size")?,
+        reply.data_size,
+        "released data_size"
+    );
+    ensure_eq!(ev[f].num("offsets_size")?, 8, "released offsets_size");
     Ok(())
 }
 
@@ -597,5 +641,68 @@ fn failed_transaction(c: &Ctx) -> TResult {
         |e| e.pid == me,
     )?;
     ensure_eq!(ev[w].num("ret")?, 0, "binder_write_done ret");
+    Ok(())
+}
+
+/// A transaction that fails after its buffer was allocated (an object offset at the very end of
+/// the data, EINVAL): the transaction and its buffer are traced, then
+/// `binder_transaction_failed_buffer_release` of that buffer, and it is never received.
+fn failed_after_alloc(c: &Ctx) -> TResult {
+    let srv = spawn_echo(c)?;
+    let b = client(c)?;
+    let me = getpid();
+    let data = [0u8; 48];
+    let offsets = 48u64.to_ne_bytes();
+    let td = binder_transaction_data {
+        target: 0,
+        code: 0x55,
+        data_size: data.len() as u64,
+        offsets_size: offsets.len() as u64,
+        buffer: data.as_ptr() as u64,
+        offsets: offsets.as_ptr() as u64,
+        ..Default::default()
+    };
+    let tr = Tracer::start()?;
+    let mut w = WriteBuf::new();
+    w.raw_transaction(BC_TRANSACTION, &td);
+    b.write(&w)?;
+    let v = b.collect_until(&[BR_FAILED_REPLY, BR_REPLY, BR_DEAD_REPLY])?;
+    ensure!(
+        v.last() == Some(&Return::FailedReply),
+        "expected BR_FAILED_REPLY for an object offset at the end of the data, got {}",
+        names(&v)
+    );
+    let spid = srv.pid;
+    let ev = tr.stop(&[me, spid])?;
+    srv.kill();
+    common_checks(&ev, &[me, spid])?;
+    let call = Txn {
+        reply: false,
+        code: 0x55,
+        flags: 0,
+        to_proc: spid,
+        to_thread: 0,
+        data_size: 48,
+        offsets_size: 8,
+    };
+    let (id, a) = check_txn(&ev, me, &call, false)?;
+    let f = need(
+        &ev,
+        a,
+        "binder_transaction_failed_buffer_release",
+        "the failed transaction's buffer",
+        |e| e.num("transaction").ok() == Some(id),
+    )?;
+    ensure_eq!(ev[f].pid, me, "process releasing the failed buffer");
+    ensure_eq!(ev[f].num("data_size")?, 48, "released data_size");
+    ensure_eq!(ev[f].num("offsets_size")?, 8, "released offsets_size");
+    ensure!(
+        find(&ev, 0, "binder_transaction_buffer_release", |_| true).is_none(),
+        "a failed transaction's buffer released as freed by userspace: {}",
+        listing(&ev)
+    );
+    need(&ev, f, "binder_return", "BR_FAILED_REPLY", |e| {
+        e.pid == me && has_word(e, "BR_FAILED_REPLY")
+    })?;
     Ok(())
 }
