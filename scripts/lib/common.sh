@@ -67,12 +67,14 @@ scc_walk() {
 # machine_frags: the harness's machine fragments for $KVER, before a feature's
 # own: qemuarm64.cfg, and on 6.12 the 32-bit userspace support that the
 # lib32-binder-conformance ptest needs (qemuarm64-compat.cfg) and a security
-# module for binder's security contexts (qemuarm64-lsm.cfg).
+# module for binder's security contexts (qemuarm64-lsm.cfg), and tracefs with
+# the binder events (qemuarm64-trace.cfg).
 machine_frags() {
 	echo "$top/scripts/lib/qemuarm64.cfg"
 	if [ "$KVER" = 6.12 ]; then
 		echo "$top/scripts/lib/qemuarm64-compat.cfg"
 		echo "$top/scripts/lib/qemuarm64-lsm.cfg"
+		echo "$top/scripts/lib/qemuarm64-trace.cfg"
 	fi
 }
 
