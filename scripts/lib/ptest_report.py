@@ -48,6 +48,15 @@ def base_name(name):
     return name[len(MULTILIB) + 1:] if name.startswith(MULTILIB + ":") else name
 
 
+def drop_known_exit(tests, problems):
+    """problems without the non-zero exit status of a package whose only
+    failures are known defects: that exit status is the known defect too."""
+    for pkg in {p for p, _, r, _ in tests if r == "KNOWN"}:
+        if not any(p == pkg and r == "FAIL" for p, _, r, _ in tests):
+            problems = [x for x in problems if not x.startswith(f"{pkg}: ERROR: Exit status is")]
+    return problems
+
+
 def parse_ptest(text):
     """Yield (package, name, result, detail) and collect structural problems."""
     tests, problems = [], []
@@ -136,11 +145,7 @@ def summarize(d, defects=None, driver=None, diffs=None):
         problems.append("kernel splat in console.log:\n    " + "\n    ".join(splats[:20]))
     known.update({n: known[base_name(n)] for _, n, _, _ in tests if base_name(n) in known})
     tests = [(p, n, "KNOWN" if r == "FAIL" and n in known else r, x) for p, n, r, x in tests]
-    # A package whose only failures are known defects exits non-zero for them:
-    # that exit status is the known defect too, not another problem.
-    for pkg in {p for p, _, r, _ in tests if r == "KNOWN"}:
-        if not any(p == pkg and r == "FAIL" for p, _, r, _ in tests):
-            problems = [x for x in problems if not x.startswith(f"{pkg}: ERROR: Exit status is")]
+    problems = drop_known_exit(tests, problems)
     names = {}
     for pkg, name, res, _ in tests:
         if name in names:
@@ -261,11 +266,11 @@ def soak_runs(driver, d, known):
             chunks[-1][2].append(line)
     for rnd, seed, lines in chunks:
         tests, probs = parse_ptest("\n".join(lines))
+        tests = [(p, n, "KNOWN" if r == "FAIL" and base_name(n) in known else r, x)
+                 for p, n, r, x in tests]
+        probs = drop_known_exit(tests, probs)
         problems += [f"{driver} round {rnd} (seed {seed}): {p}" for p in probs]
-        for pkg, name, res, detail in tests:
-            if res == "FAIL" and base_name(name) in known:
-                res = "KNOWN"
-            runs.append((driver, rnd, seed, pkg, name, res, detail))
+        runs += [(driver, rnd, seed, p, n, r, x) for p, n, r, x in tests]
     runs += [(driver, "boot", "-", p, n, r, x) for p, n, r, x in parse_kunit(console)]
     if "SOAK-DONE" not in ptest.splitlines():
         problems.append(f"{driver}: the soak never finished (guest crashed, hung or timed out; "
