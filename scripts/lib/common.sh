@@ -38,6 +38,16 @@ export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 JOBS=${JOBS:-$(($(nproc) + 1))}
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+# apt_state_opts DIR: apt options for a private apt state in DIR (its own
+# sources.list, lists and archives; the host's dpkg status and /etc/apt
+# untouched), for apt-get/apt-cache calls that must not depend on the host's
+# sources (scripts/fetch-upstream, scripts/setup-rustc).
+apt_state_opts() {
+	echo -o Dir::Etc::SourceList="$1/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+		-o Dir::State::Lists="$1/lists" -o Dir::Cache::Archives="$1/archives" \
+		-o Dir::State::Status=/dev/null -o Debug::NoLocking=1
+}
 log() { echo "== $*" >&2; }
 
 # MRB_RUSTC=VERSION builds with another Debian rustc-web (scripts/setup-rustc
