@@ -1,15 +1,16 @@
 //! binder-fuzz: a seeded, reproducible multi-process fuzzer for Linux binder drivers,
 //! and regression tests for the known binder bug patterns.
 //!
-//!   binder-fuzz [all|fuzz|regress|load] [--seed N] [--seconds N] [--ioctls N]
+//!   binder-fuzz [all|fuzz|regress|fault|load] [--seed N] [--seconds N] [--ioctls N]
 //!               [--iterations N] [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S]
 //!
-//! Prints ptest lines (`PASS: fuzz::<case>`, `FAIL: regress::<case>`, ...) with `# `
+//! Prints ptest lines (`PASS: fuzz::<case>`, `FAIL: regress::<case>`, `fault::<case>`, ...) with `# `
 //! comment lines, the seed of the run, and on a fuzz failure the seed and round that
 //! replay it (`--seed S --round R`). Exit status 1 on any FAIL. Fuzz rounds go on
 //! until `--ioctls` ioctls or `--seconds` seconds, whichever comes first (60 s when
 //! neither nor `--iterations` is given).
 
+mod fault;
 mod fuzz;
 mod load;
 mod peer;
@@ -21,7 +22,7 @@ use std::io::Write;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: binder-fuzz [all|fuzz|regress|load] [--seed N] [--seconds N] [--ioctls N] [--iterations N] \
+        "usage: binder-fuzz [all|fuzz|regress|fault|load] [--seed N] [--seconds N] [--ioctls N] [--iterations N] \
          [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S] [--load-seconds N] \
          [--list]"
     );
@@ -92,7 +93,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "all" | "fuzz" | "regress" | "load" => what = a.clone(),
+            "all" | "fuzz" | "regress" | "fault" | "load" => what = a.clone(),
             "--load-seconds" => load_seconds = parse(args.next()),
             "--seed" => seed = Some(parse(args.next())),
             "--seconds" => seconds = Some(parse(args.next())),
@@ -110,6 +111,9 @@ fn main() {
     if list {
         for (n, _) in regress::all() {
             println!("regress::{n}");
+        }
+        for (n, _) in fault::all() {
+            println!("fault::{n}");
         }
         return;
     }
@@ -140,6 +144,9 @@ fn main() {
     ));
     if what == "all" || what == "regress" {
         regress::run(&fs, filter.as_deref(), &mut rep);
+    }
+    if what == "all" || what == "fault" {
+        regress::run_group("fault", "ft", fault::all(), &fs, filter.as_deref(), &mut rep);
     }
     if what == "all" || what == "load" {
         load::run(&fs, load_seconds, &mut rep);

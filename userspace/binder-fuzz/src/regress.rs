@@ -15,7 +15,7 @@ pub struct Ctx {
     pub logs: Option<String>,
 }
 
-type TestFn = fn(&Ctx) -> TResult;
+pub type TestFn = fn(&Ctx) -> TResult;
 
 pub fn all() -> Vec<(&'static str, TestFn)> {
     vec![
@@ -38,15 +38,28 @@ pub fn all() -> Vec<(&'static str, TestFn)> {
 }
 
 pub fn run(fs: &Fs, filter: Option<&str>, rep: &mut Report) {
+    run_group("regress", "rg", all(), fs, filter, rep);
+}
+
+/// Runs the tests `tests` of group `group` (named `group::test`), each on a binderfs device of
+/// its own (`<dev_prefix><pid>-<i>`).
+pub fn run_group(
+    group: &str,
+    dev_prefix: &str,
+    tests: Vec<(&'static str, TestFn)>,
+    fs: &Fs,
+    filter: Option<&str>,
+    rep: &mut Report,
+) {
     let pid = std::process::id();
-    for (i, (name, f)) in all().into_iter().enumerate() {
+    for (i, (name, f)) in tests.into_iter().enumerate() {
+        let full = format!("{group}::{name}");
         if let Some(flt) = filter {
-            if !name.contains(flt) {
+            if !full.contains(flt) {
                 continue;
             }
         }
-        let full = format!("regress::{name}");
-        let devname = format!("rg{pid}-{i}");
+        let devname = format!("{dev_prefix}{pid}-{i}");
         let o = match binderfs::Device::create(&fs.mnt, &devname) {
             Err(e) => Outcome::Fail(format!("BINDER_CTL_ADD {devname}: {e}")),
             Ok(d) => {

@@ -198,34 +198,36 @@ impl Fs {
     }
 
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let dir = self.logs.as_ref()?;
-        let stats = std::fs::read_to_string(format!("{dir}/stats")).ok()?;
-        let state = std::fs::read_to_string(format!("{dir}/state")).ok()?;
-        let mut s = Snapshot::parse(&stats, &state);
-        // A dead node whose local strong count went negative is never freed (6.12's C
-        // driver can leave one, see docs/robustness.md). Such nodes are set aside from the
-        // counts and reported on their own (fuzz::no_dead_node_leak), whatever the driver.
-        {
-            let bad = crate::regress::negative_dead_nodes(&state);
-            let n = bad.len() as i64;
-            if n > 0 {
-                if let Some(v) = s.active.get_mut("stats.node") {
-                    *v -= n;
-                }
-                if let Some(v) = s.lines.get_mut("state.node") {
-                    *v -= n;
-                }
-                // The "dead nodes:" header line goes too if nothing else is listed.
-                if dead_node_lines(&state) == n {
-                    if let Some(v) = s.lines.get_mut("state.dead") {
-                        *v -= 1;
-                    }
-                }
-                s.dead_node_leaks = bad;
+        snapshot_at(self.logs.as_ref()?)
+    }
+}
+
+/// The object counts of the binder logs directory `dir`.
+pub fn snapshot_at(dir: &str) -> Option<Snapshot> {
+    let stats = std::fs::read_to_string(format!("{dir}/stats")).ok()?;
+    let state = std::fs::read_to_string(format!("{dir}/state")).ok()?;
+    let mut s = Snapshot::parse(&stats, &state);
+    // A dead node whose local strong count went negative is never freed (6.12's C
+    // driver can leave one, see docs/robustness.md). Such nodes are set aside from the
+    // counts and reported on their own (fuzz::no_dead_node_leak), whatever the driver.
+    let bad = crate::regress::negative_dead_nodes(&state);
+    let n = bad.len() as i64;
+    if n > 0 {
+        if let Some(v) = s.active.get_mut("stats.node") {
+            *v -= n;
+        }
+        if let Some(v) = s.lines.get_mut("state.node") {
+            *v -= n;
+        }
+        // The "dead nodes:" header line goes too if nothing else is listed.
+        if dead_node_lines(&state) == n {
+            if let Some(v) = s.lines.get_mut("state.dead") {
+                *v -= 1;
             }
         }
-        Some(s)
+        s.dead_node_leaks = bad;
     }
+    Some(s)
 }
 
 impl Drop for Fs {
