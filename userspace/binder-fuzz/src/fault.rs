@@ -234,6 +234,7 @@ fn sweep(what: &str, mut one: impl FnMut(u32) -> Result<bool, String>) -> Result
     for n in 1..=MAX_N {
         let injected = one(n).map_err(|e| format!("{what}, allocation {n} failing: {e}"))?;
         if !injected {
+            println!("# {what}: each of its {} allocations failed once", n - 1);
             return Ok(n - 1);
         }
     }
