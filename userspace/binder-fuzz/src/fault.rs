@@ -5,11 +5,14 @@
 //! once N is written to /proc/thread-self/fail-nth (the kernel's
 //! Documentation/fault-injection/fault-injection.rst). Each case makes allocation 1, 2, 3, ...
 //! of one binder call fail, one call per N, until a call no longer reaches its N-th allocation:
-//! then every allocation on that path has failed once. Whatever failed, the caller must get an
-//! end to its call (its reply, BR_FAILED_REPLY or BR_DEAD_REPLY; for a oneway call
-//! BR_TRANSACTION_COMPLETE or a failure) within a few seconds, a normal call must work
-//! afterwards, and once both processes are gone the driver's object counts (binder_logs) must
-//! be back where they were.
+//! then every allocation on that path has failed once. It does this twice: once with only the
+//! N-th allocation failing, once with every allocation from the N-th on failing until the
+//! command returns (/proc/thread-self/make-it-fail, with failslab and fail_page_alloc at
+//! probability 100 for such threads), so that the code that handles the first failure runs out
+//! of memory too. Whatever failed, the caller must get an end to its call (its reply,
+//! BR_FAILED_REPLY or BR_DEAD_REPLY; for a oneway call BR_TRANSACTION_COMPLETE or a failure)
+//! within a few seconds, a normal call must work afterwards, and once both processes are gone
+//! the driver's object counts (binder_logs) must be back where they were.
 //!
 //! The allocations of the sender are failed from the client; those of the reply from the
 //! server, which arms its own thread when the client asks for it (CODE_ARM_*).
@@ -47,8 +50,9 @@ const CALL_MS: u64 = 5000;
 const CODE_ECHO: u32 = 1;
 /// Reply with a strong binder object for SERVER_PTR.
 const CODE_NODE: u32 = 2;
-/// Arm the server's thread with the N given in the data, then reply as CODE_ECHO; the server
-/// then tells the client through a pipe whether the failure was injected.
+/// Arm the server's thread with the N (and the mode, 1: from the N-th on) given in the data,
+/// then reply as CODE_ECHO; the server then tells the client through a pipe whether the
+/// failure was injected.
 const CODE_ARM_ECHO: u32 = 3;
 /// The same, replying as CODE_NODE.
 const CODE_ARM_NODE: u32 = 4;
@@ -74,16 +78,25 @@ impl Knobs {
             );
         }
         let mut k = Knobs { saved: Vec::new() };
-        // By default only allocations that cannot sleep may fail; binder's mostly sleep.
-        k.write(FAILSLAB, "ignore-gfp-wait", "N")?;
-        // No stack dump for each failure injected.
-        k.write(FAILSLAB, "verbose", "0")?;
+        let mut dirs = vec![FAILSLAB];
         if Path::new(FAIL_PAGE_ALLOC).is_dir() {
-            k.write(FAIL_PAGE_ALLOC, "ignore-gfp-wait", "N")?;
+            dirs.push(FAIL_PAGE_ALLOC);
             k.write(FAIL_PAGE_ALLOC, "ignore-gfp-highmem", "N")?;
             // The pages of a binder buffer are single pages (order 0).
             k.write(FAIL_PAGE_ALLOC, "min-order", "0")?;
-            k.write(FAIL_PAGE_ALLOC, "verbose", "0")?;
+        }
+        for dir in dirs {
+            // By default only allocations that cannot sleep may fail; binder's mostly sleep.
+            k.write(dir, "ignore-gfp-wait", "N")?;
+            // No stack dump for each failure injected.
+            k.write(dir, "verbose", "0")?;
+            // Every allocation of a thread whose make-it-fail is set fails (once its fail-nth
+            // count, if any, has run out); no other thread is affected.
+            k.write(dir, "task-filter", "Y")?;
+            k.write(dir, "probability", "100")?;
+            k.write(dir, "interval", "1")?;
+            k.write(dir, "space", "0")?;
+            k.write(dir, "times", "-1")?;
         }
         Ok(k)
     }
@@ -105,32 +118,58 @@ impl Drop for Knobs {
     }
 }
 
-/// The fail-nth file of the thread that opened it.
-struct FailNth(File);
+/// Which allocations fail.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// The N-th only.
+    Nth,
+    /// The N-th and every one after it, until the thread is disarmed.
+    From,
+}
+
+/// The fail-nth and make-it-fail files of the thread that opened them.
+struct FailNth {
+    nth: File,
+    all: File,
+}
 
 impl FailNth {
     fn open() -> Result<FailNth, String> {
-        File::options()
-            .read(true)
-            .write(true)
-            .open("/proc/thread-self/fail-nth")
-            .map(FailNth)
-            .map_err(|e| format!("/proc/thread-self/fail-nth: {e}"))
+        let open = |name: &str| {
+            File::options()
+                .read(true)
+                .write(true)
+                .open(format!("/proc/thread-self/{name}"))
+                .map_err(|e| format!("/proc/thread-self/{name}: {e}"))
+        };
+        Ok(FailNth {
+            nth: open("fail-nth")?,
+            all: open("make-it-fail")?,
+        })
     }
 
-    /// Makes the `n`-th allocation of this thread from now on fail.
-    fn arm(&self, n: u32) -> Result<(), String> {
-        self.0
+    /// Makes the `n`-th allocation of this thread from now on fail (and, with `Mode::From`,
+    /// every later one).
+    fn arm(&self, n: u32, mode: Mode) -> Result<(), String> {
+        if let Mode::From = mode {
+            self.all
+                .write_at(b"1", 0)
+                .map_err(|e| format!("make-it-fail <- 1: {e}"))?;
+        }
+        self.nth
             .write_at(n.to_string().as_bytes(), 0)
             .map(|_| ())
             .map_err(|e| format!("fail-nth <- {n}: {e}"))
     }
 
-    /// Disarms the thread; returns whether the failure was injected.
+    /// Disarms the thread; returns whether the (first) failure was injected.
     fn disarm(&self) -> Result<bool, String> {
+        self.all
+            .write_at(b"0", 0)
+            .map_err(|e| format!("make-it-fail <- 0: {e}"))?;
         let mut buf = [0u8; 16];
         let len = self
-            .0
+            .nth
             .read_at(&mut buf, 0)
             .map_err(|e| format!("reading fail-nth: {e}"))?;
         let left: u32 = std::str::from_utf8(&buf[..len])
@@ -138,7 +177,7 @@ impl FailNth {
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| format!("fail-nth reads {:?}", &buf[..len]))?;
         if left != 0 {
-            self.0
+            self.nth
                 .write_at(b"0", 0)
                 .map_err(|e| format!("fail-nth <- 0: {e}"))?;
         }
@@ -158,11 +197,17 @@ enum Ended {
     NotSent,
 }
 
-/// Sends the one BC_TRANSACTION of `w` and reads until the call ends. Node reference
-/// requests on the way are answered; a read that fails (a failure injected into the read)
-/// is tried again.
+/// Sends the one BC_TRANSACTION of `w` and reads until the call ends.
 fn call(b: &Binder, w: &WriteBuf, oneway: bool) -> Result<Ended, String> {
-    let (res, consumed) = b.write_consumed(w);
+    let sent = b.write_consumed(w);
+    finish(b, sent, oneway)
+}
+
+/// Reads until the call that the write with result `sent` (from `write_consumed`) made ends.
+/// Node reference requests on the way are answered; a read that fails (a failure injected
+/// into the read) is tried again.
+fn finish(b: &Binder, sent: (std::io::Result<()>, u64), oneway: bool) -> Result<Ended, String> {
+    let (res, consumed) = sent;
     if consumed == 0 {
         return match res {
             Err(_) => Ok(Ended::NotSent),
@@ -230,11 +275,19 @@ fn names(v: &[Return]) -> String {
 /// Makes allocation 1, 2, ... of `one` fail until one runs without reaching its allocation N;
 /// `one(n)` makes the call with allocation `n` armed and returns whether the failure was
 /// injected. Returns how many allocations the path has.
-fn sweep(what: &str, mut one: impl FnMut(u32) -> Result<bool, String>) -> Result<u32, String> {
+fn sweep(
+    what: &str,
+    mode: Mode,
+    mut one: impl FnMut(u32) -> Result<bool, String>,
+) -> Result<u32, String> {
+    let how = match mode {
+        Mode::Nth => "alone",
+        Mode::From => "and every later one",
+    };
     for n in 1..=MAX_N {
-        let injected = one(n).map_err(|e| format!("{what}, allocation {n} failing: {e}"))?;
+        let injected = one(n).map_err(|e| format!("{what}, allocation {n} {how} failing: {e}"))?;
         if !injected {
-            println!("# {what}: each of its {} allocations failed once", n - 1);
+            println!("# {what}: each of its {} allocations failed, {how}", n - 1);
             return Ok(n - 1);
         }
     }
@@ -284,12 +337,14 @@ fn spawn_server(dev: &str, verdicts: &Pipe) -> Result<(Proc, i32), String> {
                         w.reply(0, &p);
                     }
                     if td.code == CODE_ARM_ECHO || td.code == CODE_ARM_NODE {
-                        let n = rec
-                            .data
-                            .get(..4)
-                            .map(|v| u32::from_ne_bytes(v.try_into().unwrap()))
-                            .ok_or("CODE_ARM_* without N")?;
-                        fail.arm(n)?;
+                        let word = |i: usize| {
+                            rec.data
+                                .get(i * 4..i * 4 + 4)
+                                .map(|v| u32::from_ne_bytes(v.try_into().unwrap()))
+                                .ok_or("CODE_ARM_* without N and mode")
+                        };
+                        let mode = if word(1)? == 1 { Mode::From } else { Mode::Nth };
+                        fail.arm(word(0)?, mode)?;
                         let _ = b.write(&w);
                         let injected = fail.disarm()?;
                         verdicts.send_u64(injected as u64)?;
@@ -378,37 +433,47 @@ fn with_setup(
     Ok(())
 }
 
-/// Fails each allocation of the client's side of `w` in turn.
+/// Fails each allocation of the client's side of `w` in turn, alone and then with every later
+/// one; only the write is armed, the reads that follow are not.
 fn client_sweep(c: &Ctx, what: &str, w: WriteBuf, oneway: bool) -> TResult {
     with_setup(c, |b, fail, _| {
-        sweep(what, |n| {
-            fail.arm(n)?;
-            let res = call(b, &w, oneway);
-            let injected = fail.disarm()?;
-            if let Ended::Reply(buf) = res? {
-                let _ = b.free_buffer(buf);
-            }
-            Ok(injected)
-        })
+        let mut total = 0;
+        for mode in [Mode::Nth, Mode::From] {
+            total += sweep(what, mode, |n| {
+                fail.arm(n, mode)?;
+                let sent = b.write_consumed(&w);
+                let injected = fail.disarm()?;
+                if let Ended::Reply(buf) = finish(b, sent, oneway)? {
+                    let _ = b.free_buffer(buf);
+                }
+                Ok(injected)
+            })?;
+        }
+        Ok(total)
     })
 }
 
-/// Fails each allocation of the server's reply to a CODE_ARM_* call in turn.
+/// Fails each allocation of the server's reply to a CODE_ARM_* call in turn, alone and then
+/// with every later one.
 fn server_sweep(c: &Ctx, what: &str, code: u32) -> TResult {
     with_setup(c, |b, _, verdicts| {
-        sweep(what, |n| {
-            let mut p = Payload::new();
-            p.u32(n);
-            let mut w = WriteBuf::new();
-            w.transaction(0, code, 0, &p);
-            if let Ended::Reply(buf) = call(b, &w, false)? {
-                let _ = b.free_buffer(buf);
-            }
-            let v = verdicts
-                .recv_u64_within(Duration::from_millis(CALL_MS))
-                .map_err(|e| format!("no word from the server: {e}"))?;
-            Ok(v == 1)
-        })
+        let mut total = 0;
+        for (mode, word) in [(Mode::Nth, 0), (Mode::From, 1)] {
+            total += sweep(what, mode, |n| {
+                let mut p = Payload::new();
+                p.u32(n).u32(word);
+                let mut w = WriteBuf::new();
+                w.transaction(0, code, 0, &p);
+                if let Ended::Reply(buf) = call(b, &w, false)? {
+                    let _ = b.free_buffer(buf);
+                }
+                let v = verdicts
+                    .recv_u64_within(Duration::from_millis(CALL_MS))
+                    .map_err(|e| format!("no word from the server: {e}"))?;
+                Ok(v == 1)
+            })?;
+        }
+        Ok(total)
     })
 }
 
