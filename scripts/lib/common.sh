@@ -26,6 +26,11 @@ case "$KVER" in
 esac
 FEATURE_DIR=$top/recipes-kernel/linux/linux-yocto/features/rust-binder
 BUILD=${BUILD:-$top/build}
+# Cargo target folders of this checkout. Cargo decides what to rebuild from
+# file times, not contents: two checkouts sharing one target folder (git
+# worktrees, a clean clone beside a working copy) can be handed each other's
+# binaries. Each checkout gets folders of its own: arm64, armhf, rsbinder.
+CARGO_DIR=$MRB_CACHE/cargo/$(printf %s "$top" | md5sum | cut -c1-12)
 
 # The kernel's Makefile names its tools plainly (rustc, bindgen, clang), and
 # merge_config.sh cannot pass make variables: PATH decides. Debian's rustc-web
