@@ -1,7 +1,8 @@
 # nooelint: oelint.var.mandatoryvar.HOMEPAGE
 # (HOMEPAGE: this layer's own code, which has no web page of its own.)
 SUMMARY = "Fuzzer and regression tests for Linux binder drivers"
-DESCRIPTION = "Known-bug regression tests, a load test and a seeded, \
+DESCRIPTION = "Known-bug regression tests, allocation-failure tests (with \
+               the kernel's fault injection), a load test and a seeded, \
                time-bounded multi-process fuzz run against the running \
                kernel's binder driver. Installed as a ptest; the same \
                run-ptest is what the layer's QEMU harness runs."

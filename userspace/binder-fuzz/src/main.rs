@@ -1,5 +1,5 @@
 //! binder-fuzz: a seeded, reproducible multi-process fuzzer for Linux binder drivers,
-//! and regression tests for the known binder bug patterns.
+//! regression tests for the known binder bug patterns, and allocation-failure tests.
 //!
 //!   binder-fuzz [all|fuzz|regress|fault|load] [--seed N] [--seconds N] [--ioctls N]
 //!               [--iterations N] [--procs N] [--threads N] [--round-ms N] [--round R] [--filter S]
