@@ -303,15 +303,7 @@ fn spawn_server(dev: &str, verdicts: &Pipe) -> Result<(Proc, i32), String> {
     let d = dev.to_string();
     let p = fork_proc(|| {
         let b = Binder::open_mapped(&d)?;
-        // The previous test's context manager may still be in its deferred release.
-        let mut tries = 0;
-        while let Err(e) = b.set_context_mgr() {
-            tries += 1;
-            if e.raw_os_error() != Some(libc::EBUSY) || tries > 100 {
-                return Err(format!("BINDER_SET_CONTEXT_MGR: {e}").into());
-            }
-            sleep_ms(50);
-        }
+        crate::regress::become_context_manager(&b)?;
         b.enter_looper()?;
         let fail = FailNth::open()?;
         ready.send_u64(harness::getpid() as u64)?;

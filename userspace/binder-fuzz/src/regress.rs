@@ -106,21 +106,27 @@ struct Server {
     pid: i32,
 }
 
+/// BINDER_SET_CONTEXT_MGR on `b`, retried while the previous test's context manager is still
+/// in its deferred release (EBUSY).
+pub fn become_context_manager(b: &Binder) -> TResult {
+    let mut tries = 0;
+    while let Err(e) = b.set_context_mgr() {
+        tries += 1;
+        if e.raw_os_error() != Some(libc::EBUSY) || tries > 100 {
+            return Err(format!("BINDER_SET_CONTEXT_MGR: {e}").into());
+        }
+        sleep_ms(50);
+    }
+    Ok(())
+}
+
 /// Fork a context manager for `dev` that answers CODE_* and node reference requests.
 fn spawn_server(dev: &str) -> Result<Server, String> {
     let ready = Pipe::new().map_err(|e| e.to_string())?;
     let d = dev.to_string();
     let p = fork_proc(|| {
         let b = Binder::open_mapped(&d)?;
-        // The previous test's context manager may still be in its deferred release.
-        let mut tries = 0;
-        while let Err(e) = b.set_context_mgr() {
-            tries += 1;
-            if e.raw_os_error() != Some(libc::EBUSY) || tries > 100 {
-                return Err(format!("BINDER_SET_CONTEXT_MGR: {e}").into());
-            }
-            sleep_ms(50);
-        }
+        become_context_manager(&b)?;
         b.enter_looper()?;
         ready.send_u64(harness::getpid() as u64)?;
         loop {
