@@ -10,6 +10,7 @@ crate::tests!(
     "objects",
     binder_becomes_handle,
     handle_numbering,
+    handle_numbering_many,
     same_node_same_handle,
     call_through_handle,
     handle_back_to_owner_becomes_binder,
@@ -74,6 +75,39 @@ fn handle_numbering(c: &Ctx) -> TResult {
     b.release_handle(h2)?;
     let h4 = get_node(&b, 0x4000)?;
     ensure_eq!(h4, 2, "descriptor reused after release");
+    srv.kill();
+    Ok(())
+}
+
+/// The lowest free descriptor, with more handles than one word of C's handle bitmap
+/// (`dbitmap`) holds: 300 make it grow from 64 to 512 bits, holes in different words are
+/// refilled lowest first, and after all but the first are released (the bitmap shrinks back)
+/// numbering goes on from 2.
+fn handle_numbering_many(c: &Ctx) -> TResult {
+    const N: u32 = 300;
+    let srv = spawn_std(c)?;
+    let b = client(c)?;
+    let ptr = |i: u32| 0x1000 * u64::from(i);
+    for i in 1..=N {
+        let h = get_node(&b, ptr(i))?;
+        ensure_eq!(h, i, format!("descriptor of new node {i}"));
+    }
+    for h in [200, 70, 5] {
+        b.release_handle(h).map_err(|e| format!("release {h}: {e}"))?;
+    }
+    for (i, want) in (N + 1..).zip([5, 70, 200]) {
+        let h = get_node(&b, ptr(i))?;
+        ensure_eq!(h, want, format!("descriptor reused after release (node {i})"));
+    }
+    let h = get_node(&b, ptr(N + 4))?;
+    ensure_eq!(h, N + 1, "descriptor after the highest");
+    for h in (2..=N + 1).rev() {
+        b.release_handle(h).map_err(|e| format!("release {h}: {e}"))?;
+    }
+    let h = get_node(&b, ptr(N + 5))?;
+    ensure_eq!(h, 2, "descriptor after all but the first were released");
+    let h = get_node(&b, ptr(1))?;
+    ensure_eq!(h, 1, "the first node keeps its descriptor");
     srv.kill();
     Ok(())
 }
