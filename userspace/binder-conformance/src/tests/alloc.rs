@@ -21,6 +21,7 @@ crate::tests!(
     drop_caches_keeps_used_pages,
     reclaim_races_traffic,
     best_fit_among_many_buffers,
+    best_fit_after_most_freed,
 );
 
 fn odd_sizes_roundtrip(c: &Ctx) -> TResult {
@@ -419,6 +420,53 @@ fn best_fit_among_many_buffers(c: &Ctx) -> TResult {
         at(1024, 5)?,
         a[0],
         "after everything is freed, the first buffer is at the start"
+    );
+    srv.kill();
+    Ok(())
+}
+
+fn best_fit_after_most_freed(c: &Ctx) -> TResult {
+    // Many buffers held, then all but three freed: the Rust driver moves its ranges from the
+    // trees back to a vector with buffers still in it. The best fit is what it was.
+    const N: usize = 48;
+    let srv = spawn_hoarder(c, None)?;
+    let b = client(c)?;
+    let mut a = Vec::new();
+    for i in 0..N {
+        a.push(addr_of(&b.call(0, 1, &pattern(1024, i as u8))?));
+    }
+    let free = |i: usize| -> TResult {
+        let mut p = Payload::new();
+        p.u64(a[i]);
+        b.call(0, 98, &p)?;
+        Ok(())
+    };
+    for i in (0..N).filter(|i| ![0, 10, 40].contains(i)) {
+        free(i)?;
+    }
+    // Holes: 9 KiB from buffer 1, 29 KiB from buffer 11, the rest of the area from 41.
+    let at =
+        |n: usize, seed: u8| -> TResult<u64> { Ok(addr_of(&b.call(0, 1, &pattern(n, seed))?)) };
+    ensure_eq!(at(2048, 1)?, a[1], "a 2 KiB buffer goes to the 9 KiB hole");
+    ensure_eq!(
+        at(20 * 1024, 2)?,
+        a[11],
+        "a 20 KiB buffer goes to the 29 KiB hole"
+    );
+    ensure_eq!(
+        at(9 * 1024, 3)?,
+        a[11] + 20 * 1024,
+        "9 KiB fills the rest of the second hole exactly"
+    );
+    ensure_eq!(
+        at(7 * 1024, 4)?,
+        a[1] + 2048,
+        "7 KiB fills the rest of the first hole exactly"
+    );
+    ensure_eq!(
+        at(1024, 5)?,
+        a[41],
+        "1 KiB goes right after the last held buffer"
     );
     srv.kill();
     Ok(())
