@@ -35,6 +35,7 @@ pub fn all() -> Vec<(&'static str, TestFn)> {
         ("oneway_call_ends", oneway_call_ends),
         ("reply_ends", reply_ends),
         ("reply_with_object_ends", reply_with_object_ends),
+        ("death_notification_holds", death_notification_holds),
     ]
 }
 
@@ -410,6 +411,11 @@ fn with_setup(
     srv.kill_and_reap();
     drop(knobs);
     res?;
+    counts_back(c, base)
+}
+
+/// Once the processes of a case are gone, the driver's object counts are back at `base`.
+fn counts_back(c: &Ctx, base: Option<crate::sys::Snapshot>) -> TResult {
     let (Some(dir), Some(base)) = (c.logs.as_deref(), base) else {
         return Ok(());
     };
@@ -517,4 +523,105 @@ fn reply_ends(c: &Ctx) -> TResult {
 fn reply_with_object_ends(c: &Ctx) -> TResult {
     // The server's node and the client's ref to it are made on the replier's path.
     server_sweep(c, "BC_REPLY with a binder object", CODE_ARM_NODE)
+}
+
+/// BC_REQUEST_DEATH_NOTIFICATION with each of its allocations failing in turn: as in C, the
+/// request either fails with BR_ERROR (C cannot allocate the notification) or holds, and then
+/// the death of the node's owner is reported and clearing it is acknowledged. A request that
+/// neither fails nor holds leaves its caller waiting for a BR_DEAD_BINDER that never comes.
+/// Each attempt has a server of its own, killed after the request.
+fn death_notification_holds(c: &Ctx) -> TResult {
+    let knobs = Knobs::set()?;
+    let base = c.logs.as_deref().and_then(settled_counts);
+    let res = (|| -> TResult {
+        let verdicts = Pipe::new()?;
+        let b = Binder::open_mapped(&c.dev)?;
+        // Death notifications go to the process's work list, which only loopers read.
+        b.enter_looper()
+            .map_err(|e| format!("BC_ENTER_LOOPER: {e}"))?;
+        let fail = FailNth::open()?;
+        let mut total = 0;
+        for mode in [Mode::Nth, Mode::From] {
+            total += sweep("BC_REQUEST_DEATH_NOTIFICATION", mode, |n| {
+                death_once(c, &b, &fail, &verdicts, n, mode)
+            })?;
+        }
+        ensure!(total > 0, "no allocation of the path was made to fail");
+        Ok(())
+    })();
+    drop(knobs);
+    res?;
+    counts_back(c, base)
+}
+
+/// One death notification request with allocation `n` failing; returns whether it did.
+fn death_once(
+    c: &Ctx,
+    b: &Binder,
+    fail: &FailNth,
+    verdicts: &Pipe,
+    n: u32,
+    mode: Mode,
+) -> Result<bool, String> {
+    const COOKIE: u64 = 0xdead_0001;
+    let (mut srv, _) = spawn_server(&c.dev, verdicts)?;
+    let res = (|| -> Result<bool, String> {
+        // A ref to the server's node, kept with BC_INCREFS + BC_ACQUIRE.
+        let rec = b.call_nofree(0, CODE_NODE, &Payload::new())?;
+        let off = *rec.offsets.first().ok_or("CODE_NODE reply without an object")?;
+        let h = rec.object::<flat_binder_object>(off).handle();
+        b.acquire_handle(h).map_err(|e| format!("BC_ACQUIRE {h}: {e}"))?;
+        b.free_buffer(rec.td.buffer).map_err(|e| format!("BC_FREE_BUFFER: {e}"))?;
+
+        let mut w = WriteBuf::new();
+        w.request_death(h, COOKIE);
+        fail.arm(n, mode)?;
+        let res = b.write(&w);
+        let injected = fail.disarm()?;
+        if let Err(e) = res {
+            return Err(format!(
+                "the write failed ({e}); C answers BR_ERROR when it cannot allocate"
+            ));
+        }
+        // A request that failed has queued BR_ERROR on this thread by now.
+        let mut held = true;
+        while let Some(r) = b.try_next(100).map_err(|e| format!("read: {e}"))? {
+            match r {
+                Return::Error(_) => held = false,
+                other => return Err(format!("unexpected {} after the request", other.name())),
+            }
+        }
+        srv.kill_and_reap();
+        if held {
+            let r = b
+                .try_next(CALL_MS as i32)
+                .map_err(|e| format!("read: {e}"))?
+                .ok_or("no BR_DEAD_BINDER after the owner died (the request did not fail)")?;
+            ensure_ret(r == Return::DeadBinder(COOKIE), &r, "BR_DEAD_BINDER")?;
+            let mut w = WriteBuf::new();
+            w.clear_death(h, COOKIE).dead_binder_done(COOKIE);
+            b.write(&w).map_err(|e| format!("BC_CLEAR_DEATH_NOTIFICATION: {e}"))?;
+            let r = b
+                .try_next(CALL_MS as i32)
+                .map_err(|e| format!("read: {e}"))?
+                .ok_or("no BR_CLEAR_DEATH_NOTIFICATION_DONE")?;
+            ensure_ret(
+                r == Return::ClearDeathNotificationDone(COOKIE),
+                &r,
+                "BR_CLEAR_DEATH_NOTIFICATION_DONE",
+            )?;
+        }
+        b.release_handle(h).map_err(|e| format!("releasing {h}: {e}"))?;
+        Ok(injected)
+    })();
+    srv.kill_and_reap();
+    res
+}
+
+fn ensure_ret(ok: bool, r: &Return, want: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("expected {want}, got {}", r.name()))
+    }
 }
