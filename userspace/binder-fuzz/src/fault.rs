@@ -583,11 +583,12 @@ fn death_once(
                 "the write failed ({e}); C answers BR_ERROR when it cannot allocate"
             ));
         }
-        // A request that failed has queued BR_ERROR on this thread by now.
+        // A request that failed has queued BR_ERROR on this thread by now (C writes the code
+        // without its parameter, which the parser calls truncated).
         let mut held = true;
         while let Some(r) = b.try_next(100).map_err(|e| format!("read: {e}"))? {
             match r {
-                Return::Error(_) => held = false,
+                Return::Error(_) | Return::Truncated(BR_ERROR) => held = false,
                 other => return Err(format!("unexpected {} after the request", other.name())),
             }
         }
