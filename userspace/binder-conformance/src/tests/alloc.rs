@@ -372,16 +372,30 @@ fn reclaim_races_traffic(c: &Ctx) -> TResult {
     Ok(())
 }
 
+/// Makes a hoarder server (`spawn_hoarder`) hold `n` buffers of 1 KiB; their addresses.
+fn hold_kib_buffers(b: &Binder, n: usize) -> TResult<Vec<u64>> {
+    let mut a = Vec::new();
+    for i in 0..n {
+        a.push(addr_of(&b.call(0, 1, &pattern(1024, i as u8))?));
+    }
+    Ok(a)
+}
+
+/// Makes the hoarder server free the buffer it holds at `addr`.
+fn free_held(b: &Binder, addr: u64) -> TResult {
+    let mut p = Payload::new();
+    p.u64(addr);
+    b.call(0, 98, &p)?;
+    Ok(())
+}
+
 fn best_fit_among_many_buffers(c: &Ctx) -> TResult {
     // With many buffers held (the Rust driver then keeps the ranges in trees), a new buffer
     // still goes to the smallest hole that fits it, and freeing merges neighbouring holes.
     const N: usize = 48;
     let srv = spawn_hoarder(c, None)?;
     let b = client(c)?;
-    let mut a = Vec::new();
-    for i in 0..N {
-        a.push(addr_of(&b.call(0, 1, &pattern(1024, i as u8))?));
-    }
+    let a = hold_kib_buffers(&b, N)?;
     for i in 1..N {
         ensure_eq!(
             a[i],
@@ -389,15 +403,9 @@ fn best_fit_among_many_buffers(c: &Ctx) -> TResult {
             &format!("address of held buffer {i}")
         );
     }
-    let free = |i: usize| -> TResult {
-        let mut p = Payload::new();
-        p.u64(a[i]);
-        b.call(0, 98, &p)?;
-        Ok(())
-    };
     // Holes of 1 KiB (buffer 5), 2 KiB (20-21) and 3 KiB (30-32, freed out of order).
     for i in [5, 21, 20, 30, 32, 31] {
-        free(i)?;
+        free_held(&b, a[i])?;
     }
     let at =
         |n: usize, seed: u8| -> TResult<u64> { Ok(addr_of(&b.call(0, 1, &pattern(n, seed))?)) };
@@ -426,23 +434,14 @@ fn best_fit_among_many_buffers(c: &Ctx) -> TResult {
 }
 
 fn best_fit_after_most_freed(c: &Ctx) -> TResult {
-    // Many buffers held, then all but three freed: the Rust driver moves its ranges from the
-    // trees back to a vector with buffers still in it. The best fit is what it was.
+    // Many buffers held (the Rust driver moves its ranges to trees), then all but three freed:
+    // the holes left between the three are filled best fit first, as C does.
     const N: usize = 48;
     let srv = spawn_hoarder(c, None)?;
     let b = client(c)?;
-    let mut a = Vec::new();
-    for i in 0..N {
-        a.push(addr_of(&b.call(0, 1, &pattern(1024, i as u8))?));
-    }
-    let free = |i: usize| -> TResult {
-        let mut p = Payload::new();
-        p.u64(a[i]);
-        b.call(0, 98, &p)?;
-        Ok(())
-    };
+    let a = hold_kib_buffers(&b, N)?;
     for i in (0..N).filter(|i| ![0, 10, 40].contains(i)) {
-        free(i)?;
+        free_held(&b, a[i])?;
     }
     // Holes: 9 KiB from buffer 1, 29 KiB from buffer 11, the rest of the area from 41.
     let at =
