@@ -163,3 +163,28 @@ $_wanted
 EOF_WANTED
 	return $_bad
 }
+
+# kernel_config TREE O FRAG...: configure the kernel of TREE in build folder O
+# as the harness does: allnoconfig plus the fragments, in order
+# (merge_config.sh -n; its log in O/merge_config.log). Kconfig leaves an
+# unchanged .config alone, so running it again rebuilds nothing.
+kernel_config() {
+	_tree=$1 _o=$2
+	shift 2
+	(cd "$_tree" && scripts/kconfig/merge_config.sh -n -O "$_o" "$@") >"$_o/merge_config.log" 2>&1 ||
+		{ cat "$_o/merge_config.log" >&2; die "merge_config.sh failed"; }
+}
+
+# kernel_make TREE O LOG TARGET...: make TARGET(s) of TREE in O with the
+# toolchain above, all output into LOG; fails as make does.
+kernel_make() {
+	_tree=$1 _o=$2 _log=$3
+	shift 3
+	# Kbuild does not notice a new bindgen: regenerate the bindings when it changes.
+	_tools="$(bindgen --version) / $($RUSTC --version)"
+	if [ "$(cat "$_o/.toolchain" 2>/dev/null)" != "$_tools" ]; then
+		rm -f "$_o"/rust/bindings/bindings_generated*.rs "$_o"/rust/uapi/uapi_generated.rs
+		echo "$_tools" >"$_o/.toolchain"
+	fi
+	make -s -C "$_tree" O="$_o" -j"$JOBS" RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" "$@" >"$_log" 2>&1
+}
