@@ -38,7 +38,10 @@ impl Samples {
     pub fn push_ns(&mut self, ns: u128) {
         self.0.push(ns.min(u32::MAX as u128) as u32);
     }
-    /// Sort and report p50/p99/p99.9 (and the mean) in microseconds.
+    /// Sort and report p50/p99/p99.9 (and the mean) in microseconds, and the quartiles p25 and
+    /// p75: under TCG a round trip falls into one of two groups about 2 us apart (on both
+    /// drivers, with either about half of the samples), so the median lands in one group or the
+    /// other from one build to the next; the quartiles are each inside one group.
     pub fn report(mut self, workload: &str, tails: bool) {
         if self.0.is_empty() {
             return;
@@ -51,6 +54,8 @@ impl Samples {
         };
         let mean = self.0.iter().map(|&x| x as f64).sum::<f64>() / n as f64 / 1000.0;
         figure(workload, "p50", "us", Better::Lower, pct(50.0));
+        figure(workload, "p25", "us", Better::Lower, pct(25.0));
+        figure(workload, "p75", "us", Better::Lower, pct(75.0));
         if tails {
             figure(workload, "p99", "us", Better::Lower, pct(99.0));
             figure(workload, "p99.9", "us", Better::Lower, pct(99.9));
