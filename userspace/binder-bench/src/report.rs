@@ -40,8 +40,9 @@ impl Samples {
     }
     /// Sort and report p50/p99/p99.9 (and the mean) in microseconds, and the quartiles p25 and
     /// p75: under TCG a round trip falls into one of two groups about 2 us apart (on both
-    /// drivers, with either about half of the samples), so the median lands in one group or the
-    /// other from one build to the next; the quartiles are each inside one group.
+    /// drivers), and where a driver has close to half of its samples in each, the median lands
+    /// in one group or the other from one build to the next. The quartiles show both groups
+    /// where each holds more than a quarter of the samples; the mean weighs the two.
     pub fn report(mut self, workload: &str, tails: bool) {
         if self.0.is_empty() {
             return;
