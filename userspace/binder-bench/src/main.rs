@@ -105,6 +105,7 @@ impl Cfg {
 const WORKLOADS: &[&str] = &[
     "rtt_0b",
     "rtt_4k",
+    "rtt_xcpu",
     "payload_sweep",
     "fd_pass",
     "objects16",
@@ -116,8 +117,15 @@ const WORKLOADS: &[&str] = &[
     "mem_thread",
 ];
 
+/// The number of CPUs online.
+fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
 /// Pin the calling process (and so the processes it forks) to one CPU.
-fn pin_to(cpu: usize) -> Result<(), String> {
+pub(crate) fn pin_to(cpu: usize) -> Result<(), String> {
     // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays inside it.
     unsafe {
         let mut set: libc::cpu_set_t = core::mem::zeroed();
@@ -142,6 +150,10 @@ fn run(cfg: &Cfg, w: &str) -> Result<(), String> {
     match w {
         "rtt_0b" => work::rtt(cfg, w, 0),
         "rtt_4k" => work::rtt(cfg, w, 4096),
+        "rtt_xcpu" => {
+            let client = cfg.pin.unwrap_or(0);
+            work::rtt_xcpu(cfg, client, (client + 1) % online_cpus())
+        }
         "payload_sweep" => work::payload_sweep(cfg),
         "fd_pass" => work::fd_pass(cfg),
         "objects16" => work::objects16(cfg),
@@ -258,7 +270,11 @@ fn main() {
             continue;
         }
         let t = Instant::now();
-        let out = run_isolated(cfg.timeout, || run(&cfg, w).map_err(Into::into));
+        let out = if w == "rtt_xcpu" && online_cpus() < 2 {
+            Outcome::Skip(format!("{w}: one CPU online, no other CPU for the server"))
+        } else {
+            run_isolated(cfg.timeout, || run(&cfg, w).map_err(Into::into))
+        };
         let secs = t.elapsed().as_secs_f64();
         match out {
             Outcome::Pass => {

@@ -42,12 +42,20 @@ impl Service {
     /// Fork the server and wait until it is the context manager. Call this before the
     /// calling process opens any binder fd (the child would inherit it).
     pub fn start() -> Result<Service, String> {
+        Self::start_on(None)
+    }
+
+    /// [`Service::start`] with the server pinned to `cpu`, if given.
+    pub fn start_on(cpu: Option<usize>) -> Result<Service, String> {
         let dev = new_device()?;
         let path = dev.path();
         let ready = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
         let done = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
         let (rw, dw) = (ready.w, done.w);
         let proc_ = fork_proc(move || {
+            if let Some(cpu) = cpu {
+                crate::pin_to(cpu)?;
+            }
             let mut ep = Ep::open(&path, SERVER_MAP)?;
             if ep
                 .b
@@ -131,7 +139,21 @@ fn timed_calls(
 
 /// Round trip of a sync transaction carrying `size` bytes (empty reply).
 pub fn rtt(cfg: &Cfg, workload: &str, size: usize) -> Result<(), String> {
-    let svc = Service::start()?;
+    rtt_on(cfg, workload, size, None)
+}
+
+/// Round trips of 0 B and 4 KiB with the server on another CPU than the client: under TCG
+/// a round trip on one CPU falls into one of two groups of samples about 2 us apart, and
+/// the share in each moves the median from one build to the next; across two CPUs the
+/// samples form one group (with the cost of a cross-CPU wakeup in every figure).
+pub fn rtt_xcpu(cfg: &Cfg, client: usize, server: usize) -> Result<(), String> {
+    crate::pin_to(client)?;
+    rtt_on(cfg, "rtt_xcpu_0b", 0, Some(server))?;
+    rtt_on(cfg, "rtt_xcpu_4k", 4096, Some(server))
+}
+
+fn rtt_on(cfg: &Cfg, workload: &str, size: usize, server: Option<usize>) -> Result<(), String> {
+    let svc = Service::start_on(server)?;
     let mut ep = Ep::open(&svc.path(), CLIENT_MAP)?;
     let data = vec![0xa5u8; size];
     let s = timed_calls(&mut ep, cfg.rtt_n, cfg.warm, 0, &data, &[], None)?;
