@@ -4,7 +4,7 @@
 use crate::ep::{Ep, CODE_PING, CODE_STOP};
 use crate::report::{figure, note, Better, Samples};
 use crate::Cfg;
-use binder_uapi::harness::{fork_proc, getpid, Pipe, Proc};
+use binder_uapi::harness::{self, fork_proc, getpid, Pipe, Proc};
 use binder_uapi::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -145,11 +145,19 @@ pub fn rtt(cfg: &Cfg, workload: &str, size: usize) -> Result<(), String> {
 /// Round trips of 0 B and 4 KiB with the server on another CPU than the client: under TCG
 /// a round trip on one CPU falls into one of two groups of samples about 2 us apart, and
 /// the share in each moves the median from one build to the next; across two CPUs the
-/// samples form one group (with the cost of a cross-CPU wakeup in every figure).
-pub fn rtt_xcpu(cfg: &Cfg, client: usize, server: usize) -> Result<(), String> {
+/// samples form one group (with the cost of a cross-CPU wakeup in every figure). The client
+/// runs on the `--pin` CPU (0 without one), the server on the next one; skipped with one CPU.
+pub fn rtt_xcpu(cfg: &Cfg) -> harness::TResult {
+    let cpus = crate::online_cpus();
+    if cpus < 2 {
+        binder_uapi::skip!("rtt_xcpu: one CPU online, no other CPU for the server");
+    }
+    let client = cfg.pin.unwrap_or(0);
+    let server = (client + 1) % cpus;
     crate::pin_to(client)?;
     rtt_on(cfg, "rtt_xcpu_0b", 0, Some(server))?;
-    rtt_on(cfg, "rtt_xcpu_4k", 4096, Some(server))
+    rtt_on(cfg, "rtt_xcpu_4k", 4096, Some(server))?;
+    Ok(())
 }
 
 fn rtt_on(cfg: &Cfg, workload: &str, size: usize, server: Option<usize>) -> Result<(), String> {
