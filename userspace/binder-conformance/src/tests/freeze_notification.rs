@@ -17,6 +17,7 @@ crate::tests!(
     clear_wrong_cookie_einval,
     done_unknown_cookie_einval,
     dead_node_no_event,
+    many_holders_all_reported,
 );
 
 const COOKIE: u64 = 0xf2ee_2e00;
@@ -221,5 +222,52 @@ fn dead_node_no_event(c: &Ctx) -> TResult {
     ensure_eq!(r, Return::DeadBinder(7), "death of the manager");
     expect_ok(request(&b, 0, COOKIE), "request on a dead node")?;
     b.expect_nothing(300)?;
+    Ok(())
+}
+
+/// Holders of notifications on one node, more than a first allocation of its list holds.
+const HOLDERS: u64 = 9;
+
+fn event(cookie: u64, frozen: bool) -> Return {
+    Return::FrozenBinder(binder_frozen_state_info {
+        cookie,
+        is_frozen: frozen as u32,
+        reserved: 0,
+    })
+}
+
+/// Every one of many holders (one binder file each, so one ref each on the manager's node)
+/// gets each change of the node's owner, with its own cookie.
+fn many_holders_all_reported(c: &Ctx) -> TResult {
+    let srv = spawn_std(c)?;
+    let mut holders = Vec::new();
+    for i in 0..HOLDERS {
+        let b = client(c)?;
+        b.acquire_handle(0)?;
+        b.enter_looper()?;
+        expect_ok(request(&b, 0, COOKIE + i), "BC_REQUEST_FREEZE_NOTIFICATION")?;
+        ensure_eq!(
+            b.next()?,
+            event(COOKIE + i, false),
+            "initial state of holder"
+        );
+        done(&b, COOKIE + i)?;
+        holders.push(b);
+    }
+    for frozen in [true, false] {
+        holders[0].freeze(srv.pid, frozen, 0)?;
+        for (i, b) in (0..HOLDERS).zip(holders.iter()) {
+            ensure_eq!(
+                b.next()?,
+                event(COOKIE + i, frozen),
+                "change seen by holder"
+            );
+            done(b, COOKIE + i)?;
+        }
+    }
+    for b in holders.iter() {
+        b.expect_nothing(100)?;
+    }
+    srv.kill();
     Ok(())
 }
