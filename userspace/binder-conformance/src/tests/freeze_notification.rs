@@ -32,8 +32,12 @@ fn setup(c: &Ctx) -> TResult<(Server, Binder)> {
 }
 
 fn frozen_event(frozen: bool) -> Return {
+    event(COOKIE, frozen)
+}
+
+fn event(cookie: u64, frozen: bool) -> Return {
     Return::FrozenBinder(binder_frozen_state_info {
-        cookie: COOKIE,
+        cookie,
         is_frozen: frozen as u32,
         reserved: 0,
     })
@@ -227,14 +231,6 @@ fn dead_node_no_event(c: &Ctx) -> TResult {
 
 /// Holders of notifications on one node, more than a first allocation of its list holds.
 const HOLDERS: u64 = 9;
-
-fn event(cookie: u64, frozen: bool) -> Return {
-    Return::FrozenBinder(binder_frozen_state_info {
-        cookie,
-        is_frozen: frozen as u32,
-        reserved: 0,
-    })
-}
 
 /// Every one of many holders (one binder file each, so one ref each on the manager's node)
 /// gets each change of the node's owner, with its own cookie.
