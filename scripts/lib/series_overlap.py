@@ -8,7 +8,10 @@ them). Run on a git tree holding the series as commits on top of BASE.
 For each commit after BASE, the lines it removes or replaces (the old side of
 `git diff -U0`) are blamed at its parent; those that an earlier commit of the
 series added are counted per earlier commit. Prints one line per patch that
-changes lines of earlier ones and a summary; exits 1 if there is any.
+changes lines of earlier ones and a summary. Such a patch is allowed when it
+is a feature that extends what it changes and its message says so (it
+contains "extends"); exits 1 if any patch changes earlier lines without
+saying so.
 """
 import collections
 import re
@@ -37,7 +40,7 @@ def old_ranges(tree, commit):
 def main(tree, base):
     commits = git(tree, "rev-list", "--reverse", base + "..HEAD").split()
     number = {c: i + 1 for i, c in enumerate(commits)}
-    overlapping = 0
+    overlapping = unsaid = 0
     for c in commits:
         hits = collections.Counter()
         for path, start, count in old_ranges(tree, c):
@@ -50,10 +53,15 @@ def main(tree, base):
         if hits:
             overlapping += 1
             subject = git(tree, "log", "-1", "--format=%s", c).strip()
+            said = re.search(r"\bextends\b", git(tree, "log", "-1", "--format=%b", c))
+            unsaid += not said
             parts = ", ".join(f"{n} of {k:04d}" for k, n in sorted(hits.items()))
-            print(f"{number[c]:04d} {subject}: changes lines of earlier patches ({parts})")
-    print(f"series-overlap: {overlapping} of {len(commits)} patches change lines that an earlier patch added")
-    return 1 if overlapping else 0
+            how = ("extends lines of earlier patches, as its message says" if said
+                   else "changes lines of earlier patches without saying it extends them")
+            print(f"{number[c]:04d} {subject}: {how} ({parts})")
+    print(f"series-overlap: {overlapping} of {len(commits)} patches change lines that an earlier patch added, "
+          f"{unsaid} of them without saying in their message that they extend them")
+    return 1 if unsaid else 0
 
 
 if __name__ == "__main__":
