@@ -16,15 +16,7 @@ import collections
 import json
 import sys
 
-
-def symbols(system_map):
-    syms = []
-    for line in open(system_map):
-        addr, kind, name = line.split()[:3]
-        if kind in "tTwW":
-            syms.append((int(addr, 16), name))
-    syms.sort()
-    return [a for a, _ in syms], [n for _, n in syms]
+from profile_report import symbols
 
 
 def summ(system_map, log, out):

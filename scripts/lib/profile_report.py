@@ -9,15 +9,20 @@ import collections
 import sys
 
 
-def main(system_map, log, top="40"):
+def symbols(system_map):
+    """The text symbols of SYSTEM_MAP, sorted: (addresses, names)."""
     syms = []
     for line in open(system_map):
         addr, kind, name = line.split()[:3]
         if kind in "tTwW":
             syms.append((int(addr, 16), name))
     syms.sort()
-    addrs = [a for a, _ in syms]
-    stext = next(a for a, n in syms if n == "_stext")
+    return [a for a, _ in syms], [n for _, n in syms]
+
+
+def main(system_map, log, top="40"):
+    addrs, names = symbols(system_map)
+    stext = addrs[names.index("_stext")]
     step, ticks = None, collections.Counter()
     for line in open(log):
         f = line.split()
@@ -27,7 +32,7 @@ def main(system_map, log, top="40"):
             if step is None:
                 sys.exit(f"{log}: PROFILE buckets before the step line")
             pc = stext + int(f[1]) * step
-            ticks[syms[bisect.bisect_right(addrs, pc) - 1][1]] += int(f[2])
+            ticks[names[bisect.bisect_right(addrs, pc) - 1]] += int(f[2])
     total = sum(ticks.values())
     if not total:
         sys.exit(f"{log}: no PROFILE lines (was the kernel booted with profile=2?)")
