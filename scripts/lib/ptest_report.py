@@ -29,12 +29,24 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)\s*$")
-# Kernel splats: any of these in the console fails the run.
+# Kernel splats: any of these in the console fails the run. Besides the
+# WARN/BUG/KASAN/lockdep reports, the lines 6.12 prints (often only at
+# KERN_WARNING or KERN_ERR, with no backtrace) when it finds a leak or a
+# corruption: a POSIX lock that outlived its file (fs/locks.c), a page freed or
+# mapped in a bad state (mm/page_alloc.c, mm/memory.c), rss counters gone wrong
+# at exit, slab poison or red zones overwritten (mm/slub.c), list corruption
+# (lib/list_debug.c), and the rust_binder driver's own lines for a broken
+# invariant ("cannot clear buffer", "freeze notifications of ... not sent").
 SPLAT = re.compile(
     r"(Oops|BUG:|KASAN:|UBSAN:|WARNING:|Kernel panic|Unable to handle kernel|"
     r"possible recursive locking|possible circular locking|inconsistent lock state|"
     r"panicked at|rust_panic|kernel BUG|list_add corruption|list_del corruption|"
-    r"detected stall|hung_task|unreferenced object|refcount_t:)"
+    r"detected stall|hung_task|unreferenced object|refcount_t:|"
+    r"Leaked \w+ lock on|Leaked locks on|Bad page state|"
+    r"Bad page map|Bad rss-counter|page dumped because|Poison overwritten|"
+    r"Redzone overwritten|Object padding overwritten|Freepointer corrupt|"
+    r"double free|stack-protector|VFS: Close: file count is 0|"
+    r"rust_binder: cannot clear buffer|rust_binder: freeze notifications of)"
 )
 KTAP_CASE = re.compile(r"^(?:\[[^\]]*\] )?    (not ok|ok) \d+ (\S+)(.*)$")
 KTAP_SUITE = re.compile(r"^(?:\[[^\]]*\] )?    # Subtest: (\S+)")

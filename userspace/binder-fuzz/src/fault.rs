@@ -36,6 +36,7 @@ pub fn all() -> Vec<(&'static str, TestFn)> {
         ("reply_ends", reply_ends),
         ("reply_with_object_ends", reply_with_object_ends),
         ("death_notification_holds", death_notification_holds),
+        ("freeze_notification_holds", freeze_notification_holds),
     ]
 }
 
@@ -617,6 +618,116 @@ fn death_once(
     })();
     srv.kill_and_reap();
     res
+}
+
+/// The holder of a freeze notification learns of every freeze of the node's owner, whichever
+/// allocation of `BINDER_FREEZE` fails: the ioctl either fails as a whole (C: ENOMEM for its
+/// list of the processes to freeze, and nothing is frozen) or it succeeds and the holder gets
+/// `BR_FROZEN_BINDER` (C's `binder_add_freeze_work` allocates nothing, so it cannot drop a
+/// report). The freezer is the holder's own thread; the owner is a server of the test.
+fn freeze_notification_holds(c: &Ctx) -> TResult {
+    const COOKIE: u64 = 0xf1ee_0001;
+    let knobs = Knobs::set()?;
+    let base = c.logs.as_deref().and_then(settled_counts);
+    let res = (|| -> TResult {
+        let verdicts = Pipe::new()?;
+        let b = Binder::open_mapped(&c.dev)?;
+        // Freeze notifications go to the process's work list, which only loopers read.
+        b.enter_looper()
+            .map_err(|e| format!("BC_ENTER_LOOPER: {e}"))?;
+        let (mut srv, pid) = spawn_server(&c.dev, &verdicts)?;
+        let res = (|| -> TResult {
+            let rec = b.call_nofree(0, CODE_NODE, &Payload::new())?;
+            let off = *rec.offsets.first().ok_or("CODE_NODE reply without an object")?;
+            let h = rec.object::<flat_binder_object>(off).handle();
+            b.acquire_handle(h).map_err(|e| format!("BC_ACQUIRE {h}: {e}"))?;
+            b.free_buffer(rec.td.buffer).map_err(|e| format!("BC_FREE_BUFFER: {e}"))?;
+            let mut w = WriteBuf::new();
+            w.request_freeze_notification(h, COOKIE);
+            b.write(&w).map_err(|e| format!("BC_REQUEST_FREEZE_NOTIFICATION: {e}"))?;
+            // The first report: not frozen.
+            frozen_report(&b, COOKIE, false)?;
+            let fail = FailNth::open()?;
+            let mut total = 0;
+            for mode in [Mode::Nth, Mode::From] {
+                total += sweep("BINDER_FREEZE", mode, |n| {
+                    freeze_once(&b, &fail, pid, COOKIE, n, mode)
+                })?;
+            }
+            ensure!(total > 0, "no allocation of the path was made to fail");
+            let mut w = WriteBuf::new();
+            w.clear_freeze_notification(h, COOKIE);
+            b.write(&w).map_err(|e| format!("BC_CLEAR_FREEZE_NOTIFICATION: {e}"))?;
+            let r = b
+                .try_next(CALL_MS as i32)
+                .map_err(|e| format!("read: {e}"))?
+                .ok_or("no BR_CLEAR_FREEZE_NOTIFICATION_DONE")?;
+            ensure_ret(
+                r == Return::ClearFreezeNotificationDone(COOKIE),
+                &r,
+                "BR_CLEAR_FREEZE_NOTIFICATION_DONE",
+            )?;
+            b.release_handle(h).map_err(|e| format!("releasing {h}: {e}"))?;
+            Ok(())
+        })();
+        srv.kill_and_reap();
+        res
+    })();
+    drop(knobs);
+    res?;
+    counts_back(c, base)
+}
+
+/// Freezes the owner `pid` with allocation `n` of the ioctl failing; whatever failed, the
+/// holder is told of the freeze if the ioctl succeeded, and of nothing if it failed. Thaws
+/// the owner again (with nothing failing). Returns whether the failure was injected.
+fn freeze_once(
+    b: &Binder,
+    fail: &FailNth,
+    pid: i32,
+    cookie: u64,
+    n: u32,
+    mode: Mode,
+) -> Result<bool, String> {
+    fail.arm(n, mode)?;
+    let res = b.freeze(pid, true, 1000);
+    let injected = fail.disarm()?;
+    match res {
+        Ok(()) => {
+            frozen_report(b, cookie, true)?;
+            b.freeze(pid, false, 0)
+                .map_err(|e| format!("BINDER_FREEZE (thaw): {e}"))?;
+            frozen_report(b, cookie, false)?;
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
+            if let Some(r) = b.try_next(100).map_err(|e| format!("read: {e}"))? {
+                return Err(format!("{} after a BINDER_FREEZE that failed", r.name()));
+            }
+        }
+        Err(e) => return Err(format!("BINDER_FREEZE: {e}")),
+    }
+    Ok(injected)
+}
+
+/// Reads the next return, which must be the freeze notification `cookie` saying `frozen`, and
+/// acknowledges it.
+fn frozen_report(b: &Binder, cookie: u64, frozen: bool) -> Result<(), String> {
+    let want = if frozen {
+        "BR_FROZEN_BINDER (frozen)"
+    } else {
+        "BR_FROZEN_BINDER (thawed)"
+    };
+    let r = b
+        .try_next(CALL_MS as i32)
+        .map_err(|e| format!("read: {e}"))?
+        .ok_or_else(|| format!("no {want}: the holder was not told"))?;
+    let ok = matches!(&r, Return::FrozenBinder(i) if i.cookie == cookie && (i.is_frozen != 0) == frozen);
+    ensure_ret(ok, &r, want)?;
+    let mut w = WriteBuf::new();
+    w.freeze_notification_done(cookie);
+    b.write(&w)
+        .map(|_| ())
+        .map_err(|e| format!("BC_FREEZE_NOTIFICATION_DONE: {e}"))
 }
 
 fn ensure_ret(ok: bool, r: &Return, want: &str) -> Result<(), String> {
