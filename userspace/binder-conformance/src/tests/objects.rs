@@ -33,6 +33,7 @@ crate::tests!(
     object_flags_preserved,
     fd_in_oneway,
     failed_fd_transfer_leaks_no_fd,
+    fda_close_drops_posix_lock,
 );
 
 fn obj_at(rec: &Received, i: usize) -> Result<flat_binder_object, String> {
@@ -323,15 +324,7 @@ fn spawn_fd_reader(c: &Ctx) -> Result<(harness::Proc, ()), String> {
                     let o: binder_fd_object = rec.object(off);
                     fds.push(o.pad_binder_or_fd as u32 as i32);
                 } else if hdr == BINDER_TYPE_FDA {
-                    let o: binder_fd_array_object = rec.object(off);
-                    let parent: binder_buffer_object = rec.object(rec.offsets[o.parent as usize]);
-                    let bytes =
-                        b.read_mapped(parent.buffer + o.parent_offset, 4 * o.num_fds as usize)?;
-                    for i in 0..o.num_fds as usize {
-                        fds.push(i32::from_ne_bytes(
-                            bytes[i * 4..i * 4 + 4].try_into().unwrap(),
-                        ));
-                    }
+                    fds.extend(fda_object_fds(b, rec, off)?);
                 }
             }
             let mut p = Payload::new();
@@ -808,5 +801,189 @@ fn failed_fd_transfer_leaks_no_fd(c: &Ctx) -> TResult {
     let after = res.recv_u64()?;
     ensure_eq!(after, before, "fds open in the receiver");
     srv.kill();
+    Ok(())
+}
+
+/// A POSIX lock request on `fd` for the whole file: `cmd` F_SETLK / F_GETLK, `ty` F_WRLCK /
+/// F_UNLCK. Returns the `flock` (F_GETLK fills it in) or the errno.
+fn posix_lock(fd: i32, cmd: i32, ty: i32) -> std::io::Result<libc::flock> {
+    // SAFETY: an all-zero flock is valid (start 0, len 0: the whole file).
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = ty as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    // SAFETY: fcntl with a valid flock.
+    if unsafe { libc::fcntl(fd, cmd, &mut fl) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fl)
+}
+
+/// The lines of /proc/locks for a POSIX lock held by `pid` on inode `ino`.
+fn proc_locks(pid: i32, ino: u64) -> TResult<Vec<String>> {
+    let s = std::fs::read_to_string("/proc/locks").map_err(|e| format!("/proc/locks: {e}"))?;
+    let pid = pid.to_string();
+    let ino = format!(":{ino}");
+    Ok(s.lines()
+        .filter(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            // "N: [->] POSIX ADVISORY WRITE pid maj:min:ino start end"
+            match t.iter().position(|x| *x == "POSIX") {
+                Some(i) => {
+                    t.get(i + 3) == Some(&pid.as_str())
+                        && t.get(i + 4).is_some_and(|d| d.ends_with(&ino))
+                }
+                None => false,
+            }
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// A regular file on the tmpfs of `std::env::temp_dir()`, already unlinked; returns (fd, inode).
+fn tmpfs_file() -> TResult<(i32, u64)> {
+    let path = std::env::temp_dir().join(format!("bct-lock-{}", harness::getpid()));
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: open/unlink/fstat/write with valid arguments.
+    unsafe {
+        let fd = libc::open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o600,
+        );
+        if fd < 0 {
+            fail!(
+                "create {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        libc::unlink(c.as_ptr());
+        let _ = libc::write(fd, b"locked".as_ptr() as *const _, 6);
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) < 0 {
+            fail!("fstat: {}", std::io::Error::last_os_error());
+        }
+        Ok((fd, st.st_ino as u64))
+    }
+}
+
+/// The fds of the received fd array object at data offset `off` of `rec`, read from its
+/// parent buffer in the mapping.
+fn fda_object_fds(b: &Binder, rec: &Received, off: u64) -> Result<Vec<i32>, String> {
+    let o: binder_fd_array_object = rec.object(off);
+    let parent_off = *rec
+        .offsets
+        .get(o.parent as usize)
+        .ok_or_else(|| format!("fd array parent {} out of range", o.parent))?;
+    let parent: binder_buffer_object = rec.object(parent_off);
+    let bytes = b.read_mapped(parent.buffer + o.parent_offset, 4 * o.num_fds as usize)?;
+    Ok(bytes
+        .chunks(4)
+        .map(|x| i32::from_ne_bytes(x.try_into().unwrap()))
+        .collect())
+}
+
+/// Review-36 4.3: BC_FREE_BUFFER closes the fds of a buffer's fd arrays, and that close is
+/// a real close (C `binder_deferred_fd_close`: `file_close_fd` + `filp_close`, which
+/// removes the closer's POSIX locks through `locks_remove_posix`). The receiver takes a write
+/// lock on a tmpfs file it got in an fd array and frees the buffer: its fd is closed, the
+/// lock is gone from /proc/locks, and another process (the sender, which still has the same
+/// file open) can take a conflicting lock.
+fn fda_close_drops_posix_lock(c: &Ctx) -> TResult {
+    let (file, ino) = tmpfs_file()?;
+    let rep = Pipe::new()?;
+    let go = Pipe::new()?;
+    let dev = c.dev.clone();
+    let srv = fork_proc(|| {
+        // The fd array's fd is to be the receiver's only reference to the file (as in the
+        // review's scenario): not the copy that fork gave it.
+        // SAFETY: closing our copy of the sender's fd.
+        unsafe { libc::close(file) };
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr_ext(FLAT_BINDER_FLAG_ACCEPTS_FDS, 0, 0)?;
+        b.enter_looper()?;
+        rep.send_u64(1)?;
+        let t = b.recv_txn()?;
+        let fda = t
+            .offsets
+            .iter()
+            .copied()
+            .find(|&off| t.object::<u32>(off) == BINDER_TYPE_FDA)
+            .ok_or("no BINDER_TYPE_FDA in the transaction")?;
+        let fds = fda_object_fds(&b, &t, fda)?;
+        ensure_eq!(fds.len(), 1, "fds in the received fd array");
+        let fd = fds[0];
+        let r = posix_lock(fd, libc::F_SETLK, libc::F_WRLCK);
+        rep.send_u64(fd as u32 as u64)?;
+        rep.send_u64(r.err().and_then(|e| e.raw_os_error()).unwrap_or(0) as u64)?;
+        go.recv_u64()?;
+        b.free_buffer(t.td.buffer)?;
+        // SAFETY: fcntl on an fd number; EBADF once it is closed.
+        let open = unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
+            || std::path::Path::new(&format!("/proc/self/fd/{fd}")).exists();
+        rep.send_u64(open as u64)?;
+        // Stay alive (an exit would drop the lock anyway) until the checks are done.
+        go.recv_u64_within(Duration::from_secs(30))?;
+        Ok(())
+    })?;
+    rep.recv_u64()?;
+    let b = client(c)?;
+    let fds = [file as u32, 0];
+    let mut p = Payload::new();
+    p.u64(0); // a parent at data offset 0 is rejected by C
+    p.ptr(fds.as_ptr() as u64, 4, None);
+    p.fda(1, 0, 0);
+    b.write(WriteBuf::new().transaction_sg(false, 0, 1, TF_ONE_WAY, &p, 8))?;
+    b.expect(BR_TRANSACTION_COMPLETE)?;
+    let fd = rep.recv_u64()? as u32 as i32;
+    let err = rep.recv_u64()? as i32;
+    ensure!(
+        err == 0,
+        "receiver's F_SETLK write lock on the received fd {fd}: {}",
+        errno_name(err)
+    );
+    let pid = srv.pid;
+    // The lock is there and conflicts with us: the test can see it.
+    let held = proc_locks(pid, ino)?;
+    ensure!(
+        !held.is_empty(),
+        "/proc/locks has no POSIX lock of the receiver {pid} on inode {ino}"
+    );
+    let fl = expect_ok(
+        posix_lock(file, libc::F_GETLK, libc::F_WRLCK),
+        "F_GETLK from the sender",
+    )?;
+    ensure!(
+        fl.l_type as i32 == libc::F_WRLCK && fl.l_pid == pid,
+        "F_GETLK from the sender: expected the receiver's ({pid}) write lock, got type {} pid {}",
+        fl.l_type,
+        fl.l_pid
+    );
+    go.send_u64(1)?;
+    let open = rep.recv_u64()?;
+    ensure!(
+        open == 0,
+        "received fd {fd} still open in the receiver after BC_FREE_BUFFER"
+    );
+    let left = proc_locks(pid, ino)?;
+    ensure!(
+        left.is_empty(),
+        "the receiver's POSIX lock survived BC_FREE_BUFFER's close of its fd-array fd {fd} \
+         (a close without filp_close): /proc/locks {left:?}"
+    );
+    let r = posix_lock(file, libc::F_SETLK, libc::F_WRLCK);
+    ensure!(
+        r.is_ok(),
+        "conflicting F_SETLK from another process after the receiver's fd was closed: {}",
+        res_name(&r)
+    );
+    expect_ok(
+        posix_lock(file, libc::F_SETLK, libc::F_UNLCK),
+        "F_SETLK F_UNLCK",
+    )?;
+    go.send_u64(2)?;
+    srv.join()?;
+    // SAFETY: our fd.
+    unsafe { libc::close(file) };
     Ok(())
 }
