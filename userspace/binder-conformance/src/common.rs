@@ -413,6 +413,24 @@ pub fn expect_ext_err(b: &Binder, command: u32, param: i32, what: &str) -> TResu
     Ok(())
 }
 
+/// Print `msg` as a `# ` line of the test's output (measurements a passing test reports:
+/// the line comes before its PASS line, and the ptest report keeps it as the detail).
+pub fn note(msg: &str) {
+    use std::io::Write;
+    let out = std::io::stdout();
+    let mut o = out.lock();
+    for l in msg.lines() {
+        let _ = writeln!(o, "# {l}");
+    }
+    let _ = o.flush();
+}
+
+/// The page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
 /// A transaction payload of `n` pattern bytes.
 pub fn pattern(n: usize, seed: u8) -> Payload {
     let mut v = Vec::with_capacity(n);

@@ -82,15 +82,22 @@ fn main() {
             s => filter = Some(s.to_string()),
         }
     }
+    // Without a FILTER argument, BINDER_CONFORMANCE_FILTER selects (the harness passes it
+    // with `scripts/qemu-run --env`). Either is one substring or several separated by
+    // commas: a test runs if its name contains any of them.
+    if filter.is_none() {
+        filter = std::env::var("BINDER_CONFORMANCE_FILTER")
+            .ok()
+            .filter(|f| !f.is_empty());
+    }
+    let parts: Vec<&str> = filter
+        .as_deref()
+        .map(|f| f.split(',').filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
     let all = tests::all();
     let mut selected: Vec<&Test> = all
         .iter()
-        .filter(|t| {
-            filter
-                .as_ref()
-                .map(|f| t.name.contains(f.as_str()))
-                .unwrap_or(true)
-        })
+        .filter(|t| parts.is_empty() || parts.iter().any(|s| t.name.contains(s)))
         .collect();
     // A shuffled order (scripts/soak) finds tests that pass only after, or
     // fail only after, another test: the seed is printed, and the same seed

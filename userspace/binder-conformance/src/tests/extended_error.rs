@@ -15,6 +15,7 @@ crate::tests!(
     per_thread,
     replier_of_failed_reply_sees_ok,
     dead_target_no_mmap,
+    failed_reply_keeps_pending_error,
 );
 
 fn success_reports_ok_with_id(c: &Ctx) -> TResult {
@@ -205,5 +206,85 @@ fn dead_target_no_mmap(c: &Ctx) -> TResult {
         "call to a manager without a mapping",
     )?;
     p.kill();
+    Ok(())
+}
+
+/// Review-36 4.5: a reply that fails sets the caller's extended error only if the caller has
+/// none pending. C `binder_set_txn_from_error`: "don't override existing errors"
+/// (`from->ee.command == BR_OK`, under the caller's inner lock). While its call waits for the
+/// reply, the caller's one-way with a NULL data pointer fails (BR_FAILED_REPLY, -EFAULT) and
+/// it does not read its extended error; then the server's reply fails (an fd to a caller
+/// without TF_ACCEPT_FDS, -EPERM). The caller reads the first error, not the reply's.
+fn failed_reply_keeps_pending_error(c: &Ctx) -> TResult {
+    let go = harness::Pipe::new()?;
+    let res = harness::Pipe::new()?;
+    let srv = spawn_ctxmgr(c, |b, rec| {
+        if rec.td.code != 1 {
+            return std_handler(b, rec);
+        }
+        go.recv_u64()?;
+        let pp = harness::Pipe::new().map_err(|e| e.to_string())?;
+        let mut p = Payload::new();
+        p.fd(pp.r, 0);
+        let mut w = WriteBuf::new();
+        w.reply(0, &p);
+        b.write(&w).map_err(|e| e.to_string())?;
+        let _ = res.send_u64(b.next()?.code() as u64);
+        Ok(Step::Nothing)
+    })?;
+    let b = client(c)?;
+    b.transact(0, 1, 0, &Payload::new())?;
+    // The one-way goes out while the call waits (C checks the stack only for calls).
+    let td = binder_transaction_data {
+        code: 2,
+        flags: TF_ONE_WAY,
+        data_size: 16,
+        buffer: 0,
+        ..Default::default()
+    };
+    let mut w = WriteBuf::new();
+    w.raw_transaction(BC_TRANSACTION, &td);
+    b.write(&w)?;
+    let v = b.collect_until(&[BR_FAILED_REPLY])?;
+    ensure!(
+        !v.iter().any(|r| r.code() == BR_REPLY),
+        "call answered before the server was told to: {}",
+        names(&v)
+    );
+    go.send_u64(1)?;
+    ensure_eq!(
+        res.recv_u64()? as u32,
+        BR_TRANSACTION_COMPLETE,
+        "replier's return for its failed reply"
+    );
+    let v = b.collect_until(&[BR_FAILED_REPLY, BR_REPLY, BR_DEAD_REPLY])?;
+    ensure!(
+        v.last() == Some(&Return::FailedReply),
+        "the call's outcome: expected BR_FAILED_REPLY (reply with an fd, no TF_ACCEPT_FDS), \
+         got {}",
+        names(&v)
+    );
+    let e = ext_err(&b)?;
+    ensure!(
+        (e.command, e.param) == (BR_FAILED_REPLY, -libc::EFAULT),
+        "extended error: expected the pending one of the failed one-way (BR_FAILED_REPLY, \
+         {}), got ({}, {}): the failed reply overwrote it",
+        -libc::EFAULT,
+        br_name(e.command).unwrap_or("?"),
+        e.param
+    );
+    ensure!(e.id != 0, "id of the kept error is 0");
+    // Read once, it is gone.
+    ensure_eq!(
+        ext_err(&b)?,
+        binder_extended_error {
+            id: 0,
+            command: BR_OK,
+            param: 0
+        },
+        "second read"
+    );
+    still_works(&b)?;
+    srv.kill();
     Ok(())
 }

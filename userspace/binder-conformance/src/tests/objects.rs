@@ -33,6 +33,9 @@ crate::tests!(
     object_flags_preserved,
     fd_in_oneway,
     failed_fd_transfer_leaks_no_fd,
+    fda_close_drops_posix_lock,
+    untranslated_object_never_visible,
+    failed_translation_leaves_no_object,
 );
 
 fn obj_at(rec: &Received, i: usize) -> Result<flat_binder_object, String> {
@@ -323,15 +326,7 @@ fn spawn_fd_reader(c: &Ctx) -> Result<(harness::Proc, ()), String> {
                     let o: binder_fd_object = rec.object(off);
                     fds.push(o.pad_binder_or_fd as u32 as i32);
                 } else if hdr == BINDER_TYPE_FDA {
-                    let o: binder_fd_array_object = rec.object(off);
-                    let parent: binder_buffer_object = rec.object(rec.offsets[o.parent as usize]);
-                    let bytes =
-                        b.read_mapped(parent.buffer + o.parent_offset, 4 * o.num_fds as usize)?;
-                    for i in 0..o.num_fds as usize {
-                        fds.push(i32::from_ne_bytes(
-                            bytes[i * 4..i * 4 + 4].try_into().unwrap(),
-                        ));
-                    }
+                    fds.extend(fda_object_fds(b, rec, off)?);
                 }
             }
             let mut p = Payload::new();
@@ -808,5 +803,418 @@ fn failed_fd_transfer_leaks_no_fd(c: &Ctx) -> TResult {
     let after = res.recv_u64()?;
     ensure_eq!(after, before, "fds open in the receiver");
     srv.kill();
+    Ok(())
+}
+
+/// A POSIX lock request on `fd` for the whole file: `cmd` F_SETLK / F_GETLK, `ty` F_WRLCK /
+/// F_UNLCK. Returns the `flock` (F_GETLK fills it in) or the errno.
+fn posix_lock(fd: i32, cmd: i32, ty: i32) -> std::io::Result<libc::flock> {
+    // SAFETY: an all-zero flock is valid (start 0, len 0: the whole file).
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = ty as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    // SAFETY: fcntl with a valid flock.
+    if unsafe { libc::fcntl(fd, cmd, &mut fl) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fl)
+}
+
+/// The lines of /proc/locks for a POSIX lock held by `pid` on inode `ino`.
+fn proc_locks(pid: i32, ino: u64) -> TResult<Vec<String>> {
+    let s = std::fs::read_to_string("/proc/locks").map_err(|e| format!("/proc/locks: {e}"))?;
+    let pid = pid.to_string();
+    let ino = format!(":{ino}");
+    Ok(s.lines()
+        .filter(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            // "N: [->] POSIX ADVISORY WRITE pid maj:min:ino start end"
+            match t.iter().position(|x| *x == "POSIX") {
+                Some(i) => {
+                    t.get(i + 3) == Some(&pid.as_str())
+                        && t.get(i + 4).is_some_and(|d| d.ends_with(&ino))
+                }
+                None => false,
+            }
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// A regular file on the tmpfs of `std::env::temp_dir()`, already unlinked; returns (fd, inode).
+fn tmpfs_file() -> TResult<(i32, u64)> {
+    let path = std::env::temp_dir().join(format!("bct-lock-{}", harness::getpid()));
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: open/unlink/fstat/write with valid arguments.
+    unsafe {
+        let fd = libc::open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o600,
+        );
+        if fd < 0 {
+            fail!(
+                "create {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        libc::unlink(c.as_ptr());
+        let _ = libc::write(fd, b"locked".as_ptr() as *const _, 6);
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) < 0 {
+            fail!("fstat: {}", std::io::Error::last_os_error());
+        }
+        Ok((fd, st.st_ino as u64))
+    }
+}
+
+/// The fds of the received fd array object at data offset `off` of `rec`, read from its
+/// parent buffer in the mapping.
+fn fda_object_fds(b: &Binder, rec: &Received, off: u64) -> Result<Vec<i32>, String> {
+    let o: binder_fd_array_object = rec.object(off);
+    let parent_off = *rec
+        .offsets
+        .get(o.parent as usize)
+        .ok_or_else(|| format!("fd array parent {} out of range", o.parent))?;
+    let parent: binder_buffer_object = rec.object(parent_off);
+    let bytes = b.read_mapped(parent.buffer + o.parent_offset, 4 * o.num_fds as usize)?;
+    Ok(bytes
+        .chunks(4)
+        .map(|x| i32::from_ne_bytes(x.try_into().unwrap()))
+        .collect())
+}
+
+/// Review-36 4.3: BC_FREE_BUFFER closes the fds of a buffer's fd arrays, and that close is
+/// a real close (C `binder_deferred_fd_close`: `file_close_fd` + `filp_close`, which
+/// removes the closer's POSIX locks through `locks_remove_posix`). The receiver takes a write
+/// lock on a tmpfs file it got in an fd array and frees the buffer: its fd is closed, the
+/// lock is gone from /proc/locks, and another process (the sender, which still has the same
+/// file open) can take a conflicting lock.
+fn fda_close_drops_posix_lock(c: &Ctx) -> TResult {
+    let (file, ino) = tmpfs_file()?;
+    let rep = Pipe::new()?;
+    let go = Pipe::new()?;
+    let dev = c.dev.clone();
+    let srv = fork_proc(|| {
+        // The fd array's fd is to be the receiver's only reference to the file (as in the
+        // review's scenario): not the copy that fork gave it.
+        // SAFETY: closing our copy of the sender's fd.
+        unsafe { libc::close(file) };
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr_ext(FLAT_BINDER_FLAG_ACCEPTS_FDS, 0, 0)?;
+        b.enter_looper()?;
+        rep.send_u64(1)?;
+        let t = b.recv_txn()?;
+        let fda = t
+            .offsets
+            .iter()
+            .copied()
+            .find(|&off| t.object::<u32>(off) == BINDER_TYPE_FDA)
+            .ok_or("no BINDER_TYPE_FDA in the transaction")?;
+        let fds = fda_object_fds(&b, &t, fda)?;
+        ensure_eq!(fds.len(), 1, "fds in the received fd array");
+        let fd = fds[0];
+        let r = posix_lock(fd, libc::F_SETLK, libc::F_WRLCK);
+        rep.send_u64(fd as u32 as u64)?;
+        rep.send_u64(r.err().and_then(|e| e.raw_os_error()).unwrap_or(0) as u64)?;
+        go.recv_u64()?;
+        b.free_buffer(t.td.buffer)?;
+        // SAFETY: fcntl on an fd number; EBADF once it is closed.
+        let open = unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0
+            || std::path::Path::new(&format!("/proc/self/fd/{fd}")).exists();
+        rep.send_u64(open as u64)?;
+        // Stay alive (an exit would drop the lock anyway) until the checks are done.
+        go.recv_u64_within(Duration::from_secs(30))?;
+        Ok(())
+    })?;
+    rep.recv_u64()?;
+    let b = client(c)?;
+    let fds = [file as u32, 0];
+    let mut p = Payload::new();
+    p.u64(0); // a parent at data offset 0 is rejected by C
+    p.ptr(fds.as_ptr() as u64, 4, None);
+    p.fda(1, 0, 0);
+    b.write(WriteBuf::new().transaction_sg(false, 0, 1, TF_ONE_WAY, &p, 8))?;
+    b.expect(BR_TRANSACTION_COMPLETE)?;
+    let fd = rep.recv_u64()? as u32 as i32;
+    let err = rep.recv_u64()? as i32;
+    ensure!(
+        err == 0,
+        "receiver's F_SETLK write lock on the received fd {fd}: {}",
+        errno_name(err)
+    );
+    let pid = srv.pid;
+    // The lock is there and conflicts with us: the test can see it.
+    let held = proc_locks(pid, ino)?;
+    ensure!(
+        !held.is_empty(),
+        "/proc/locks has no POSIX lock of the receiver {pid} on inode {ino}"
+    );
+    let fl = expect_ok(
+        posix_lock(file, libc::F_GETLK, libc::F_WRLCK),
+        "F_GETLK from the sender",
+    )?;
+    ensure!(
+        fl.l_type as i32 == libc::F_WRLCK && fl.l_pid == pid,
+        "F_GETLK from the sender: expected the receiver's ({pid}) write lock, got type {} pid {}",
+        fl.l_type,
+        fl.l_pid
+    );
+    go.send_u64(1)?;
+    let open = rep.recv_u64()?;
+    ensure!(
+        open == 0,
+        "received fd {fd} still open in the receiver after BC_FREE_BUFFER"
+    );
+    let left = proc_locks(pid, ino)?;
+    ensure!(
+        left.is_empty(),
+        "the receiver's POSIX lock survived BC_FREE_BUFFER's close of its fd-array fd {fd} \
+         (a close without filp_close): /proc/locks {left:?}"
+    );
+    let r = posix_lock(file, libc::F_SETLK, libc::F_WRLCK);
+    ensure!(
+        r.is_ok(),
+        "conflicting F_SETLK from another process after the receiver's fd was closed: {}",
+        res_name(&r)
+    );
+    expect_ok(
+        posix_lock(file, libc::F_SETLK, libc::F_UNLCK),
+        "F_SETLK F_UNLCK",
+    )?;
+    go.send_u64(2)?;
+    srv.join()?;
+    // SAFETY: our fd.
+    unsafe { libc::close(file) };
+    Ok(())
+}
+
+/// What the sender puts in `binder` and `cookie` of its flat_binder_objects in the tests of
+/// review-36 4.4: no translated object carries it, so the receiver must never see it.
+const SENTINEL: u64 = 0x5e47_1e10_c0de_b1d5;
+/// Plain data before the objects (copied by every driver).
+const MARKER: u64 = 0x3a5c_0ffe_e15d_a7a0;
+
+/// `len` bytes at `addr` of this process, through process_vm_readv: a page of the binder
+/// mapping that the driver never installed reads as EFAULT (None), where a load would
+/// take SIGBUS.
+fn read_own(addr: u64, len: usize) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut _,
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut _,
+        iov_len: len,
+    };
+    // SAFETY: reads our own address space into `buf`; the kernel checks `addr`.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    (n == len as isize).then_some(buf)
+}
+
+/// Every page of `b`'s mapping that can be read, scanned for the aligned u64s `needle` and
+/// `marker`: (pages read, offsets of `needle` in the mapping, whether `marker` was seen).
+fn scan_mapping(b: &Binder, needle: u64, marker: u64) -> (u64, Vec<u64>, bool) {
+    let ps = page_size();
+    let (mut pages, mut hits, mut seen) = (0, Vec::new(), false);
+    for off in (0..b.map_size()).step_by(ps) {
+        let Some(page) = read_own(b.map_addr() + off as u64, ps) else {
+            continue;
+        };
+        pages += 1;
+        for (i, w) in page.chunks_exact(8).enumerate() {
+            let v = u64::from_ne_bytes(w.try_into().unwrap());
+            if v == needle {
+                hits.push((off + i * 8) as u64);
+            }
+            seen |= v == marker;
+        }
+    }
+    (pages, hits, seen)
+}
+
+const CODE_PIN: u32 = 0x51;
+const CODE_OBJS: u32 = 0x52;
+const CODE_DONE: u32 = 0x53;
+/// Objects per transaction in `untranslated_object_never_visible`: the later ones wait
+/// longest for their translation.
+const SCAN_OBJECTS: usize = 8;
+/// At most this many transactions (the run is also bounded in time).
+const SCAN_MAX_TXNS: u64 = 5000;
+
+/// Review-36 4.4, while it happens: C copies only the bytes between objects into the
+/// receiver's buffer and writes each object once translated (`binder_transaction`, "Copy the
+/// source user buffer up to the next object", 6d98eb95b450), so the receiver, whose mapping
+/// shows the buffer as it is filled, never sees a sender's raw flat_binder_object. A thread of
+/// the receiver scans the page its buffers land on (pinned by a held first buffer) in a tight
+/// loop while the sender sends transactions of BINDER_TYPE_BINDER objects whose `binder` and
+/// `cookie` are SENTINEL.
+fn untranslated_object_never_visible(c: &Ctx) -> TResult {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let rep = Pipe::new()?;
+    let dev = c.dev.clone();
+    let srv = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr()?;
+        b.enter_looper()?;
+        rep.send_u64(1)?;
+        // Held until the end: the page under it stays installed, and the other (freed)
+        // buffers land right after it.
+        let pin = b.recv_txn()?;
+        ensure_eq!(pin.td.code, CODE_PIN, "first transaction");
+        b.reply(0, &Payload::new())?;
+        b.expect(BR_TRANSACTION_COMPLETE)?;
+        let ps = page_size();
+        let page = (pin.td.buffer as usize) & !(ps - 1);
+        let stop = AtomicBool::new(false);
+        let (scanned, served) = std::thread::scope(|s| {
+            let scanner = s.spawn(|| {
+                let (mut scans, mut hit, mut hits) = (0u64, u64::MAX, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let mut seen = false;
+                    for i in 0..ps / 8 {
+                        // SAFETY: the page of the held buffer: mapped, installed and
+                        // readable until the process exits.
+                        let v = unsafe { std::ptr::read_volatile((page + i * 8) as *const u64) };
+                        if v == SENTINEL {
+                            seen = true;
+                            if hit == u64::MAX {
+                                hit = (i * 8) as u64;
+                            }
+                        }
+                    }
+                    scans += 1;
+                    hits += seen as u64;
+                }
+                (scans, hit, hits)
+            });
+            let served = (|| -> TResult<u64> {
+                let mut n = 0u64;
+                let mut held = false;
+                loop {
+                    let td = match b.next_within(10_000)? {
+                        Return::Transaction(td) => td,
+                        _ => continue,
+                    };
+                    if td.code == CODE_DONE {
+                        b.reply_and_free(td.buffer, &Payload::new())?;
+                        return Ok(n);
+                    }
+                    if !held {
+                        // Keep the sender's node (and our ref) for the whole run.
+                        let rec = b.received(&td)?;
+                        let o: flat_binder_object = rec.object(rec.offsets[0]);
+                        ensure_eq!(o.hdr.type_, BINDER_TYPE_HANDLE, "translated type");
+                        b.acquire_handle(o.handle())?;
+                        held = true;
+                    }
+                    n += 1;
+                    b.reply_and_free(td.buffer, &Payload::new())?;
+                }
+            })();
+            stop.store(true, Ordering::Relaxed);
+            (scanner.join().unwrap(), served)
+        });
+        let served = served?;
+        rep.send_u64(scanned.0)?;
+        rep.send_u64(scanned.1)?;
+        rep.send_u64(scanned.2)?;
+        rep.send_u64(served)?;
+        Ok(())
+    })?;
+    rep.recv_u64()?;
+    let b = client(c)?;
+    b.call(0, CODE_PIN, &Payload::new())?;
+    let mut p = Payload::new();
+    p.u64(MARKER);
+    for _ in 0..SCAN_OBJECTS {
+        p.binder(SENTINEL, SENTINEL, 0);
+    }
+    // A quarter of the test's time; a few thousand transactions under TCG.
+    let budget = c.timeout / 4;
+    let t0 = std::time::Instant::now();
+    let mut n = 0u64;
+    while n < SCAN_MAX_TXNS && t0.elapsed() < budget {
+        b.call(0, CODE_OBJS, &p)?;
+        n += 1;
+    }
+    let took = t0.elapsed();
+    b.call(0, CODE_DONE, &Payload::new())?;
+    let scans = rep.recv_u64()?;
+    let hit = rep.recv_u64()?;
+    let hits = rep.recv_u64()?;
+    let served = rep.recv_u64()?;
+    srv.join()?;
+    note(&format!(
+        "{n} transactions of {SCAN_OBJECTS} objects in {} ms; the receiver scanned its page \
+         {scans} times meanwhile",
+        took.as_millis()
+    ));
+    ensure_eq!(served, n, "transactions served");
+    ensure!(
+        hit == u64::MAX,
+        "the receiver saw the sender's untranslated flat_binder_object (binder/cookie \
+         {SENTINEL:#x}) at offset {hit} of the page its buffers land on, in {hits} of \
+         {scans} scans during {n} transactions"
+    );
+    // Without scans concurrent with the traffic the test would prove nothing.
+    ensure!(
+        scans >= n,
+        "the receiver's scanner ran only {scans} scans during {n} transactions"
+    );
+    Ok(())
+}
+
+/// Review-36 4.4, after a failure: C stops copying at the object that fails translation,
+/// so the objects after it never reach the receiver's buffer. The second object of a
+/// transaction carries SENTINEL, the first is a handle the sender does not hold; after the
+/// BR_FAILED_REPLY the receiver reads every installed page of its mapping.
+fn failed_translation_leaves_no_object(c: &Ctx) -> TResult {
+    let rep = Pipe::new()?;
+    let go = Pipe::new()?;
+    let dev = c.dev.clone();
+    let srv = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr()?;
+        b.enter_looper()?;
+        rep.send_u64(1)?;
+        go.recv_u64()?;
+        let (pages, hits, marker) = scan_mapping(&b, SENTINEL, MARKER);
+        rep.send_u64(pages)?;
+        rep.send_u64(hits.first().copied().unwrap_or(u64::MAX))?;
+        rep.send_u64(marker as u64)?;
+        Ok(())
+    })?;
+    rep.recv_u64()?;
+    let b = client(c)?;
+    let mut p = Payload::new();
+    p.u64(MARKER);
+    p.handle(77);
+    p.binder(SENTINEL, SENTINEL, 0);
+    let mut w = WriteBuf::new();
+    w.transaction(0, 1, 0, &p);
+    expect_txn_error(
+        &b,
+        &w,
+        BR_FAILED_REPLY,
+        "handle 77 (not held) followed by a binder object",
+    )?;
+    go.send_u64(1)?;
+    let pages = rep.recv_u64()?;
+    let hit = rep.recv_u64()?;
+    let marker = rep.recv_u64()? != 0;
+    srv.join()?;
+    note(&format!(
+        "{pages} installed pages of the receiver's mapping read; the data before the failing \
+         object {} in them",
+        if marker { "is" } else { "is not" }
+    ));
+    ensure!(
+        hit == u64::MAX,
+        "after the failed transaction the receiver's mapping holds the untranslated object \
+         after the failing one (binder/cookie {SENTINEL:#x} at mapping offset {hit})"
+    );
     Ok(())
 }

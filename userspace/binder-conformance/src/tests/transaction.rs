@@ -42,6 +42,8 @@ crate::tests!(
     oneway_queue_is_per_node,
     sync_not_blocked_by_pending_oneway,
     reply_flags_passthrough,
+    oneway_failed_copy_keeps_queue,
+    oneway_failed_object_keeps_queue,
 );
 
 fn sender_identity(c: &Ctx) -> TResult {
@@ -874,4 +876,132 @@ fn reply_flags_passthrough(c: &Ctx) -> TResult {
     still_works(&b)?;
     srv.kill();
     Ok(())
+}
+
+/// What the holder of a one-way queue reports (`oneway_failure_keeps_queue`): a transaction's
+/// code with DELIVERED, another return's BR code with OTHER, or QUIET when nothing arrived in
+/// its window.
+const DELIVERED: u64 = 1 << 32;
+const OTHER: u64 = 1 << 33;
+const QUIET: u64 = 0;
+
+/// A one-way T1 to a node is delivered and its buffer held; T2 to the same node waits in the
+/// node's queue; then the same sender's one-way T3 to that node fails after its buffer was
+/// allocated (`send_t3` sends it and checks the error). T2 must still wait until T1's buffer is
+/// freed, then arrive; T3 never arrives. C's failure path (`binder_transaction`,
+/// `err_copy_data_failed` / `err_translate_failed`) frees T3's buffer without touching the
+/// node's queue: only BC_FREE_BUFFER of T1 lets T2 go (`binder_free_buf`).
+fn oneway_failure_keeps_queue(c: &Ctx, send_t3: impl Fn(&Binder) -> TResult) -> TResult {
+    let got = Pipe::new()?;
+    let go = Pipe::new()?;
+    let dev = c.dev.clone();
+    let report = |b: &Binder, ms: i32| -> Result<u64, String> {
+        match b.try_next(ms).map_err(|e| e.to_string())? {
+            Some(Return::Transaction(td)) => Ok(DELIVERED | td.code as u64),
+            Some(other) => Ok(OTHER | other.code() as u64),
+            None => Ok(QUIET),
+        }
+    };
+    let p = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.set_context_mgr()?;
+        b.enter_looper()?;
+        got.send_u64(0)?;
+        let t1 = b.recv_txn()?;
+        got.send_u64(DELIVERED | t1.td.code as u64)?;
+        // The client has sent T2 and the failing T3: nothing may arrive while T1 is held.
+        go.recv_u64()?;
+        got.send_u64(report(&b, 500)?)?;
+        go.recv_u64()?;
+        b.free_buffer(t1.td.buffer)?;
+        got.send_u64(report(&b, 5000)?)?;
+        // T3 failed: it never comes.
+        got.send_u64(report(&b, 300)?)?;
+        Ok(())
+    })?;
+    got.recv_u64()?;
+    let b = client(c)?;
+    b.transact(0, 1, TF_ONE_WAY, &Payload::from_bytes(b"T1"))?;
+    b.expect(BR_TRANSACTION_COMPLETE)?;
+    ensure_eq!(got.recv_u64()?, DELIVERED | 1, "T1 delivered");
+    b.transact(0, 2, TF_ONE_WAY, &Payload::from_bytes(b"T2"))?;
+    b.expect(BR_TRANSACTION_COMPLETE)?;
+    send_t3(&b)?;
+    go.send_u64(1)?;
+    let early = got.recv_u64()?;
+    ensure!(
+        early == QUIET,
+        "while T1's buffer was still held and after a one-way to the same node failed, \
+         {} arrived (expected nothing: T2 must wait; the failure let the node's one-way \
+         queue go)",
+        br_or_code(early)
+    );
+    go.send_u64(2)?;
+    ensure_eq!(
+        got.recv_u64()?,
+        DELIVERED | 2,
+        "after BC_FREE_BUFFER of T1: T2 delivered"
+    );
+    let late = got.recv_u64()?;
+    ensure!(
+        late == QUIET,
+        "after T2, nothing more: got {}",
+        br_or_code(late)
+    );
+    p.join()
+}
+
+/// Names a report of the holder for messages.
+fn br_or_code(v: u64) -> String {
+    match v {
+        QUIET => "nothing".to_string(),
+        v if v & DELIVERED != 0 => format!("the transaction with code {}", v as u32),
+        v => br_name(v as u32).unwrap_or("an unknown return").to_string(),
+    }
+}
+
+// 4.1 of review-36: a one-way whose data cannot be read (EFAULT after the allocation).
+fn oneway_failed_copy_keeps_queue(c: &Ctx) -> TResult {
+    oneway_failure_keeps_queue(c, |b| {
+        let td = binder_transaction_data {
+            target: 0,
+            code: 3,
+            flags: TF_ONE_WAY,
+            data_size: 16,
+            buffer: 0,
+            ..Default::default()
+        };
+        let mut w = WriteBuf::new();
+        w.raw_transaction(BC_TRANSACTION, &td);
+        expect_txn_error(
+            b,
+            &w,
+            BR_FAILED_REPLY,
+            "one-way T3 with a NULL data pointer",
+        )?;
+        expect_ext_err(
+            b,
+            BR_FAILED_REPLY,
+            -libc::EFAULT,
+            "one-way T3 with a NULL data pointer",
+        )
+    })
+}
+
+// 4.1 of review-36: a one-way whose object fails translation (a handle the sender does
+// not hold; C -EINVAL, upstream Rust -ENOENT: only the BR_FAILED_REPLY is checked).
+fn oneway_failed_object_keeps_queue(c: &Ctx) -> TResult {
+    oneway_failure_keeps_queue(c, |b| {
+        let mut p = Payload::new();
+        p.u64(0x7733);
+        p.handle(77);
+        let mut w = WriteBuf::new();
+        w.transaction(0, 3, TF_ONE_WAY, &p);
+        expect_txn_error(
+            b,
+            &w,
+            BR_FAILED_REPLY,
+            "one-way T3 carrying handle 77, which it does not hold",
+        )
+    })
 }
