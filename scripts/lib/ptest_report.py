@@ -36,8 +36,7 @@ RESULT = re.compile(r"^(PASS|FAIL|SKIP): (.+?)\s*$")
 # mapped in a bad state (mm/page_alloc.c, mm/memory.c), rss counters gone wrong
 # at exit, slab poison or red zones overwritten (mm/slub.c), list corruption
 # (lib/list_debug.c), and the rust_binder driver's own lines for a broken
-# invariant ("cannot clear buffer", "freeze notifications of ... not sent",
-# "... count underflow").
+# invariant ("cannot clear buffer", "freeze notifications of ... not sent").
 SPLAT = re.compile(
     r"(Oops|BUG:|KASAN:|UBSAN:|WARNING:|Kernel panic|Unable to handle kernel|"
     r"possible recursive locking|possible circular locking|inconsistent lock state|"
@@ -47,8 +46,7 @@ SPLAT = re.compile(
     r"Bad page map|Bad rss-counter|page dumped because|Poison overwritten|"
     r"Redzone overwritten|Object padding overwritten|Freepointer corrupt|"
     r"double free|stack-protector|VFS: Close: file count is 0|"
-    r"rust_binder: cannot clear buffer|rust_binder: freeze notifications of|"
-    r"rust_binder: .* count underflow)"
+    r"rust_binder: cannot clear buffer|rust_binder: freeze notifications of)"
 )
 KTAP_CASE = re.compile(r"^(?:\[[^\]]*\] )?    (not ok|ok) \d+ (\S+)(.*)$")
 KTAP_SUITE = re.compile(r"^(?:\[[^\]]*\] )?    # Subtest: (\S+)")
