@@ -567,12 +567,7 @@ fn death_once(
     const COOKIE: u64 = 0xdead_0001;
     let (mut srv, _) = spawn_server(&c.dev, verdicts)?;
     let res = (|| -> Result<bool, String> {
-        // A ref to the server's node, kept with BC_INCREFS + BC_ACQUIRE.
-        let rec = b.call_nofree(0, CODE_NODE, &Payload::new())?;
-        let off = *rec.offsets.first().ok_or("CODE_NODE reply without an object")?;
-        let h = rec.object::<flat_binder_object>(off).handle();
-        b.acquire_handle(h).map_err(|e| format!("BC_ACQUIRE {h}: {e}"))?;
-        b.free_buffer(rec.td.buffer).map_err(|e| format!("BC_FREE_BUFFER: {e}"))?;
+        let h = server_node(b)?;
 
         let mut w = WriteBuf::new();
         w.request_death(h, COOKIE);
@@ -637,11 +632,7 @@ fn freeze_notification_holds(c: &Ctx) -> TResult {
             .map_err(|e| format!("BC_ENTER_LOOPER: {e}"))?;
         let (mut srv, pid) = spawn_server(&c.dev, &verdicts)?;
         let res = (|| -> TResult {
-            let rec = b.call_nofree(0, CODE_NODE, &Payload::new())?;
-            let off = *rec.offsets.first().ok_or("CODE_NODE reply without an object")?;
-            let h = rec.object::<flat_binder_object>(off).handle();
-            b.acquire_handle(h).map_err(|e| format!("BC_ACQUIRE {h}: {e}"))?;
-            b.free_buffer(rec.td.buffer).map_err(|e| format!("BC_FREE_BUFFER: {e}"))?;
+            let h = server_node(&b)?;
             let mut w = WriteBuf::new();
             w.request_freeze_notification(h, COOKIE);
             b.write(&w).map_err(|e| format!("BC_REQUEST_FREEZE_NOTIFICATION: {e}"))?;
@@ -728,6 +719,17 @@ fn frozen_report(b: &Binder, cookie: u64, frozen: bool) -> Result<(), String> {
     b.write(&w)
         .map(|_| ())
         .map_err(|e| format!("BC_FREEZE_NOTIFICATION_DONE: {e}"))
+}
+
+/// A handle to the server's node (CODE_NODE), kept with BC_INCREFS + BC_ACQUIRE; the reply's
+/// buffer is freed.
+fn server_node(b: &Binder) -> Result<u32, String> {
+    let rec = b.call_nofree(0, CODE_NODE, &Payload::new())?;
+    let off = *rec.offsets.first().ok_or("CODE_NODE reply without an object")?;
+    let h = rec.object::<flat_binder_object>(off).handle();
+    b.acquire_handle(h).map_err(|e| format!("BC_ACQUIRE {h}: {e}"))?;
+    b.free_buffer(rec.td.buffer).map_err(|e| format!("BC_FREE_BUFFER: {e}"))?;
+    Ok(h)
 }
 
 fn ensure_ret(ok: bool, r: &Return, want: &str) -> Result<(), String> {
