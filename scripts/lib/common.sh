@@ -37,12 +37,37 @@ CARGO_DIR=$MRB_CACHE/cargo/$(printf %s "$top" | md5sum | cut -c1-12)
 # (matching rust-web-src) must win over a rustup toolchain; bindgen comes
 # from cargo install.
 export PATH="/usr/lib/llvm-19/bin:/usr/bin:/bin:$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
-export ARCH=arm64 LLVM=1
+export ARCH=arm64
+# MRB_CC (the scripts' --cc): the compiler of the kernel's C code. gcc, the
+# default, is what a Yocto build uses (TOOLCHAIN = "gcc" for kernels):
+# Debian's cross gcc for arm64, the host's for x86_64, with GNU binutils.
+# clang is LLVM=1 (clang, ld.lld, llvm-*), as kas/debug.yml builds. Rust is
+# rustc either way; with gcc, bindgen's libclang is given gcc's flags
+# (rust/Makefile drops those it does not know). Build folders and results of
+# a gcc kernel end in -gcc.
+MRB_CC=${MRB_CC:-gcc}
+set_cc() {
+	case "$MRB_CC" in
+	clang) export LLVM=1 CROSS_COMPILE="" ;;
+	gcc)
+		unset LLVM
+		case "$ARCH" in
+		arm64) export CROSS_COMPILE=aarch64-linux-gnu- ;;
+		*) export CROSS_COMPILE="" ;;
+		esac
+		;;
+	*) die "MRB_CC (--cc) is gcc or clang, not '$MRB_CC'" ;;
+	esac
+	export MRB_CC
+	CC_SUFFIX=""
+	[ "$MRB_CC" = clang ] || CC_SUFFIX=-$MRB_CC
+}
 export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 JOBS=${JOBS:-$(($(nproc) + 1))}
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+set_cc
 
 # apt_state_opts DIR: apt options for a private apt state in DIR (its own
 # sources.list, lists and archives; the host's dpkg status and /etc/apt
@@ -114,6 +139,12 @@ config_stamp() {
 	cat "$KTREE/.git/series-stamp" $(feature_frags "$1") 2>/dev/null | sha256sum | cut -c1-16
 }
 
+# build_dir FEATURE: the build folder of FEATURE's kernel for $KVER, the
+# compiler (MRB_CC) and the rustc (MRB_RUSTC).
+build_dir() {
+	echo "$MRB_CACHE/build-$KVER-$1$CC_SUFFIX${MRB_RUSTC:+-rustc$MRB_RUSTC}"
+}
+
 # The driver(s) scripts/check tests by default: both, from one test image
 # (binder.impl= picks the driver at boot), and every test must give the same
 # result on C and on Rust (apart from the known defects of C,
@@ -136,7 +167,7 @@ kernel_feature() {
 
 # results_name DRIVER: the folder of build/results/ for DRIVER on $KVER.
 results_name() {
-	if [ "$KVER" = 6.12 ]; then echo "$1-arm64"; else echo "$1-arm64-$KVER"; fi
+	if [ "$KVER" = 6.12 ]; then echo "$1-arm64$CC_SUFFIX"; else echo "$1-arm64-$KVER$CC_SUFFIX"; fi
 }
 
 # config_survived CONFIG FRAG...: every option the fragments ask for (set or
