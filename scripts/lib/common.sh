@@ -124,10 +124,10 @@ machine_frags() {
 feature_frags() {
 	machine_frags
 	scc_walk "$FEATURE_DIR/$1.scc" kconf
-	# The 6.12 test kernels (the *-debug features) also get kmemleak, a
-	# harness-only fragment (why: its header).
+	# The 6.12 test kernels (the *-debug features) also get kmemleak and
+	# full preemption, harness-only fragments (why: their headers).
 	case "$KVER:$1" in
-	6.12:*-debug) echo "$top/scripts/lib/qemuarm64-kmemleak.cfg" ;;
+	6.12:*-debug) echo "$top/scripts/lib/qemuarm64-kmemleak.cfg" "$top/scripts/lib/qemuarm64-preempt.cfg" ;;
 	esac
 }
 
