@@ -39,13 +39,26 @@ CARGO_DIR=$MRB_CACHE/cargo/$(printf %s "$top" | md5sum | cut -c1-12)
 export PATH="/usr/lib/llvm-19/bin:/usr/bin:/bin:$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
 export ARCH=arm64
 # MRB_CC (the scripts' --cc): the compiler of the kernel's C code. gcc, the
-# default, is what a Yocto build uses (TOOLCHAIN = "gcc" for kernels):
-# Debian's cross gcc for arm64, the host's for x86_64, with GNU binutils.
-# clang is LLVM=1 (clang, ld.lld, llvm-*), as kas/debug.yml builds. Rust is
-# rustc either way; with gcc, bindgen's libclang is given gcc's flags
-# (rust/Makefile drops those it does not know). Build folders and results of
-# a gcc kernel end in -gcc.
-MRB_CC=${MRB_CC:-gcc}
+# default for 6.12, is what a Yocto build uses (TOOLCHAIN = "gcc" for
+# kernels): Debian's cross gcc for arm64, the host's for x86_64, with GNU
+# binutils. clang is LLVM=1 (clang, ld.lld, llvm-*), as kas/debug.yml builds,
+# and the default for the 7.2 reference kernels (docs/oracle.md measured them
+# so). Rust is rustc either way; with gcc, bindgen's libclang is given gcc's
+# flags (rust/Makefile drops those it does not know). Build folders and
+# results of a gcc kernel end in -gcc. Not exported unless given: a script
+# that runs another for a kernel of its own gets that kernel's default.
+cc_default() {
+	case "$KVER" in
+	7.2) echo clang ;;
+	*) echo gcc ;;
+	esac
+}
+# cc_for_kver: the compiler of $KVER (MRB_CC if given, else $KVER's default)
+# and its toolchain variables, for $KVER as it is now.
+cc_for_kver() {
+	[ "${MRB_CC_DEFAULTED:-}" != yes ] || MRB_CC=$(cc_default)
+	set_cc
+}
 set_cc() {
 	case "$MRB_CC" in
 	clang) export LLVM=1 CROSS_COMPILE="" ;;
@@ -58,16 +71,18 @@ set_cc() {
 		;;
 	*) die "MRB_CC (--cc) is gcc or clang, not '$MRB_CC'" ;;
 	esac
-	export MRB_CC
 	CC_SUFFIX=""
 	[ "$MRB_CC" = clang ] || CC_SUFFIX=-$MRB_CC
 }
+if [ -z "${MRB_CC:-}" ]; then
+	MRB_CC_DEFAULTED=yes
+fi
 export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 JOBS=${JOBS:-$(($(nproc) + 1))}
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
-set_cc
+cc_for_kver
 
 # apt_state_opts DIR: apt options for a private apt state in DIR (its own
 # sources.list, lists and archives; the host's dpkg status and /etc/apt
