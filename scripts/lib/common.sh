@@ -77,6 +77,28 @@ set_cc() {
 if [ -z "${MRB_CC:-}" ]; then
 	MRB_CC_DEFAULTED=yes
 fi
+# MRB_PROFILE=yocto (the scripts' --profile yocto): the hot-path options a
+# Yocto kernel has and the harness's allnoconfig-based one lacks
+# (scripts/lib/qemuarm64-yocto-hotpath.cfg: LSE atomics, jump labels, full
+# preemption, pointer authentication and BTI, vmapped stacks) on a guest CPU
+# with LSE atomics (QEMU_CPU=neoverse-n1, ARMv8.2) instead of cortex-a57
+# (ARMv8.0). Build folders and results end in -yocto.
+case "${MRB_PROFILE:-}" in
+yocto)
+	PROFILE_SUFFIX=-yocto
+	export QEMU_CPU=${QEMU_CPU:-neoverse-n1}
+	;;
+'') PROFILE_SUFFIX="" ;;
+*) echo "MRB_PROFILE (--profile) is yocto or unset, not '$MRB_PROFILE'" >&2 && exit 1 ;;
+esac
+# MRB_RT=1 (the scripts' --rt): the 6.12 kernels are PREEMPT_RT
+# (scripts/lib/qemuarm64-rt.cfg) instead of PREEMPT, as linux-yocto-rt
+# builds them; their build folders and results end in -rt.
+case "${MRB_RT:-}" in
+1) RT_SUFFIX=-rt ;;
+'' | 0) RT_SUFFIX="" ;;
+*) echo "MRB_RT (--rt) is 1 or unset, not '$MRB_RT'" >&2 && exit 1 ;;
+esac
 export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 JOBS=${JOBS:-$(($(nproc) + 1))}
@@ -139,11 +161,21 @@ machine_frags() {
 feature_frags() {
 	machine_frags
 	scc_walk "$FEATURE_DIR/$1.scc" kconf
-	# The 6.12 test kernels (the *-debug features) also get kmemleak and
-	# full preemption, harness-only fragments (why: their headers).
+	# The 6.12 test kernels (the *-debug features) also get kmemleak, hang
+	# detection and full preemption, harness-only fragments (why: their
+	# headers); with MRB_RT=1 every 6.12 kernel is PREEMPT_RT instead.
 	case "$KVER:$1" in
-	6.12:*-debug) echo "$top/scripts/lib/qemuarm64-kmemleak.cfg" "$top/scripts/lib/qemuarm64-preempt.cfg" ;;
+	6.12:*-debug) echo "$top/scripts/lib/qemuarm64-kmemleak.cfg" "$top/scripts/lib/qemuarm64-hang.cfg" ;;
 	esac
+	if [ -n "$RT_SUFFIX" ]; then
+		[ "$KVER" = 6.12 ] || die "--rt (MRB_RT) builds the 6.12 kernels only"
+		echo "$top/scripts/lib/qemuarm64-rt.cfg"
+	else
+		case "$KVER:$1" in
+		6.12:*-debug) echo "$top/scripts/lib/qemuarm64-preempt.cfg" ;;
+		esac
+	fi
+	[ -z "$PROFILE_SUFFIX" ] || echo "$top/scripts/lib/qemuarm64-yocto-hotpath.cfg"
 }
 
 # config_stamp FEATURE: the stamp that scripts/build-kernel writes into the
@@ -155,9 +187,10 @@ config_stamp() {
 }
 
 # build_dir FEATURE: the build folder of FEATURE's kernel for $KVER, the
-# compiler (MRB_CC) and the rustc (MRB_RUSTC).
+# compiler (MRB_CC), the rustc (MRB_RUSTC), the preemption model (MRB_RT) and
+# the profile (MRB_PROFILE).
 build_dir() {
-	echo "$MRB_CACHE/build-$KVER-$1$CC_SUFFIX${MRB_RUSTC:+-rustc$MRB_RUSTC}"
+	echo "$MRB_CACHE/build-$KVER-$1$CC_SUFFIX${MRB_RUSTC:+-rustc$MRB_RUSTC}$RT_SUFFIX$PROFILE_SUFFIX"
 }
 
 # The driver(s) scripts/check tests by default: both, from one test image
@@ -182,7 +215,7 @@ kernel_feature() {
 
 # results_name DRIVER: the folder of build/results/ for DRIVER on $KVER.
 results_name() {
-	if [ "$KVER" = 6.12 ]; then echo "$1-arm64$CC_SUFFIX"; else echo "$1-arm64-$KVER$CC_SUFFIX"; fi
+	if [ "$KVER" = 6.12 ]; then echo "$1-arm64$CC_SUFFIX$RT_SUFFIX$PROFILE_SUFFIX"; else echo "$1-arm64-$KVER$CC_SUFFIX$PROFILE_SUFFIX"; fi
 }
 
 # config_survived CONFIG FRAG...: every option the fragments ask for (set or
