@@ -466,6 +466,13 @@ fn round(
             ));
             v.failed(r);
             log(&format!("round {r}: counts differ: {d}"));
+            // Objects a kernel worker still holds (a release that sleeps) look like leaked
+            // ones: the console gets the stacks of the blocked tasks to tell them apart.
+            if sys::show_blocked_tasks() {
+                log(&format!(
+                    "round {r}: blocked tasks' stacks are on the console (sysrq w)"
+                ));
+            }
             if let Some(dir) = &fs.logs {
                 let st = std::fs::read_to_string(format!("{dir}/state")).unwrap_or_default();
                 v.counts.push(format!(

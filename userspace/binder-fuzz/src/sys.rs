@@ -352,6 +352,14 @@ pub fn drop_caches() {
     let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
 }
 
+/// Asks the kernel to print the stack of every task in uninterruptible sleep to
+/// the console (`echo w > /proc/sysrq-trigger`), so that objects a blocked kernel
+/// worker holds can be told from leaked ones. Returns whether the request was
+/// taken (no `CONFIG_MAGIC_SYSRQ`: false).
+pub fn show_blocked_tasks() -> bool {
+    std::fs::write("/proc/sysrq-trigger", "w").is_ok()
+}
+
 /// Shrink every slab cache (`/sys/kernel/slab/*/shrink`): this also hands the objects
 /// that generic KASAN holds in its quarantine back to their caches, so that Slab
 /// measures what is allocated, not what was freed lately. Without the directory (no
