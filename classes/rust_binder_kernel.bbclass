@@ -87,8 +87,13 @@ inherit_defer ${@'kernel-yocto-rust' if bb.utils.which(d.getVar('BBPATH'), 'clas
 # nooelint: oelint.task.noanonpython
 python __anonymous() {
     if not bb.data.inherits_class('kernel-yocto', d):
-        bb.fatal("rust_binder_kernel: %s does not inherit kernel-yocto; the rust-binder "
-                 "feature is kernel metadata (.scc) and needs it" % d.getVar('PN'))
+        bb.fatal("rust_binder_kernel: %s does not inherit kernel-yocto, and the rust-binder "
+                 "feature is kernel metadata (.scc), which only kernel-yocto applies. Convert "
+                 "the recipe: either add 'inherit kernel-yocto' after its 'inherit kernel' "
+                 "(its defconfig then comes from SRC_URI as file://defconfig or from "
+                 "KBUILD_DEFCONFIG), or build it on "
+                 "oe-core's linux-yocto.inc ('require recipes-kernel/linux/linux-yocto.inc', "
+                 "which inherits kernel and kernel-yocto) as linux-yocto_6.12.bb does" % d.getVar('PN'))
     series = rust_binder_kernel_series(d)
     if not d.getVar('RUST_BINDER_FEATURE') and series != (6, 12) and not (series and series >= (6, 18)):
         raise bb.parse.SkipRecipe("rust-binder needs a 6.12 kernel (patch series) or 6.18+ "
