@@ -1536,11 +1536,27 @@ fn send_vs_last_ref_release(c: &Ctx) -> TResult {
             write_all(&b, &w, "one-way offer of a node")?;
         }
         ready.send_u64(1)?;
-        done.recv_u64_within(Duration::from_secs(50))?;
+        done.recv_u64_within(Duration::from_secs(50))
+            .map_err(|e| format!("the owner, waiting for the client's rounds: {e}"))?;
         // A transaction's buffer holds a count on its node: each is checked before its buffer
         // is freed (which lets the next one-way to the same node through).
         let (mut txns, mut missing) = (0u64, Vec::new());
-        while let Some(r) = b.try_next(300)? {
+        // Non-blocking: a read that finds nothing after poll() said there was something
+        // must not wait for good.
+        set_nonblock(b.fd(), true);
+        let mut empty = 0;
+        loop {
+            let r = match b.try_next(300) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && empty < 3 => {
+                    empty += 1;
+                    sleep_ms(100);
+                    continue;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => break,
+                Err(e) => return Err(format!("the owner's read: {e}").into()),
+            };
             if let Return::Transaction(td) = r {
                 txns += 1;
                 let info = b
@@ -1559,7 +1575,9 @@ fn send_vs_last_ref_release(c: &Ctx) -> TResult {
         result.send(names.as_bytes())?;
         Ok(())
     })?;
-    ready.recv_u64_within(Duration::from_secs(20))?;
+    ready
+        .recv_u64_within(Duration::from_secs(20))
+        .map_err(|e| format!("waiting for the owner's offers: {e}"))?;
     let generation = AtomicU64::new(0);
     let handle = AtomicU32::new(0);
     let sent = AtomicU64::new(0);
@@ -1650,7 +1668,9 @@ fn send_vs_last_ref_release(c: &Ctx) -> TResult {
         res
     })?;
     done.send_u64(1)?;
-    let txns = result.recv_u64_within(Duration::from_secs(30))?;
+    let txns = result
+        .recv_u64_within(Duration::from_secs(30))
+        .map_err(|e| format!("waiting for the owner's check: {e}"))?;
     let missing = result.recv_u64_within(Duration::from_secs(5))?;
     let len = result.recv_u64_within(Duration::from_secs(5))? as usize;
     let names =
