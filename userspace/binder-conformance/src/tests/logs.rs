@@ -618,6 +618,7 @@ struct Prints {
 /// a print took 37 ms to 3 s), fixed Rust 17 to 48 in 6 runs (4.25 to 12 a print); unfixed
 /// Rust 0 in 8 runs, and 2 in one on a busy host while the window still had the lseek in it,
 /// with 4 round trips overlapping its 4 prints (each stalled until its print ended).
+// 7.2 upstream Rust: Process::debug_print prints every node under the process lock
 fn reader_does_not_stall_round_trips(c: &Ctx) -> TResult {
     let cpu = cpus();
     if cpu.len() < 2 {
