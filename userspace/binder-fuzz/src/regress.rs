@@ -34,6 +34,8 @@ pub fn all() -> Vec<(&'static str, TestFn)> {
         ("refcount_underflow", refcount_underflow),
         ("extended_error_updated", extended_error_updated),
         ("txn_vs_target_death", txn_vs_target_death),
+        ("send_vs_last_ref_release", send_vs_last_ref_release),
+        ("offer_vs_last_ref_release", offer_vs_last_ref_release),
     ]
 }
 
@@ -1490,4 +1492,423 @@ fn txn_vs_target_death(c: &Ctx) -> TResult {
         fail!("{msg}");
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// A node looked up through a ref while its last ref goes away
+// ---------------------------------------------------------------------------
+
+const RACE_ROUNDS: u64 = 1000;
+const RACE_PTR: u64 = 0x7000_0000;
+const RACE_SENDERS: u64 = 3;
+
+/// A process offers the client a node per round (a strong binder object in a one-way
+/// transaction, the client's only reference to it), and never reads meanwhile, so it never
+/// acknowledges the node: once the reference is gone, the node has no count left and its
+/// owner forgets it at once. The client's sender threads all send a one-way transaction to
+/// the node at the moment its main thread frees the offer's buffer, which drops that
+/// reference; the main thread spins first, as long as keeps the free at the edge where some
+/// sends win the race and some lose.
+/// A transaction that found the node through the reference before it went, and took its
+/// count on the node after, must still target a node its owner has: 6.12's C driver keeps
+/// a node known while a lookup holds it (`tmp_refs`), as the count of a transaction does
+/// afterwards. The owner then reads its transactions and, holding each one's buffer, finds
+/// its node in its node list (BINDER_GET_NODE_DEBUG_INFO). A node forgotten under a
+/// queued transaction is one whose one-way queue the owner's release never empties: the
+/// transactions waiting there and their processes are leaked.
+fn send_vs_last_ref_release(c: &Ctx) -> TResult {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+    let ready = Pipe::new()?;
+    let done = Pipe::new()?;
+    let result = Pipe::new()?;
+    let dev = c.dev.clone();
+    // The client is the context manager before the owner sends it anything.
+    let b = Binder::open_mapped(&c.dev)?;
+    become_context_manager(&b)?;
+    b.enter_looper()?;
+    let owner = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        b.enter_looper()?;
+        for i in 0..RACE_ROUNDS {
+            let mut p = Payload::new();
+            p.binder(RACE_PTR + i * 16, i, 0);
+            let mut w = WriteBuf::new();
+            w.transaction(0, CODE_NODE, TF_ONE_WAY, &p);
+            write_all(&b, &w, "one-way offer of a node")?;
+        }
+        ready.send_u64(1)?;
+        done.recv_u64_within(Duration::from_secs(50))
+            .map_err(|e| format!("the owner, waiting for the client's rounds: {e}"))?;
+        // A transaction's buffer holds a count on its node: each is checked before its buffer
+        // is freed (which lets the next one-way to the same node through).
+        let (mut txns, mut missing) = (0u64, Vec::new());
+        // Non-blocking: a read that finds nothing after poll() said there was something
+        // must not wait for good.
+        set_nonblock(b.fd(), true);
+        let mut empty = 0;
+        loop {
+            let r = match b.try_next(300) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && empty < 3 => {
+                    empty += 1;
+                    sleep_ms(100);
+                    continue;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => break,
+                Err(e) => return Err(format!("the owner's read: {e}").into()),
+            };
+            if let Return::Transaction(td) = r {
+                txns += 1;
+                let info = b
+                    .node_debug_info(td.target - 1)
+                    .map_err(|e| format!("BINDER_GET_NODE_DEBUG_INFO: {e}"))?;
+                if info.ptr != td.target {
+                    missing.push(format!("{:#x}", td.target));
+                }
+                b.free_buffer(td.buffer)?;
+            }
+        }
+        result.send_u64(txns)?;
+        result.send_u64(missing.len() as u64)?;
+        let names = missing.join(" ");
+        result.send_u64(names.len() as u64)?;
+        result.send(names.as_bytes())?;
+        Ok(())
+    })?;
+    ready
+        .recv_u64_within(Duration::from_secs(20))
+        .map_err(|e| format!("waiting for the owner's offers: {e}"))?;
+    let generation = AtomicU64::new(0);
+    let handle = AtomicU32::new(0);
+    let sent = AtomicU64::new(0);
+    let queued = AtomicU64::new(0);
+    std::thread::scope(|s| -> TResult {
+        let mut senders = Vec::new();
+        for _ in 0..RACE_SENDERS {
+            let (b, generation, handle, sent, queued) = (&b, &generation, &handle, &sent, &queued);
+            senders.push(s.spawn(move || -> TResult {
+                let mut seen = 0;
+                loop {
+                    let g = loop {
+                        let g = generation.load(SeqCst);
+                        if g != seen {
+                            break g;
+                        }
+                        std::hint::spin_loop();
+                    };
+                    if g == u64::MAX {
+                        return Ok(());
+                    }
+                    seen = g;
+                    let mut w = WriteBuf::new();
+                    w.transaction(
+                        handle.load(SeqCst),
+                        CODE_ECHO,
+                        TF_ONE_WAY,
+                        &Payload::from_bytes(b"race"),
+                    );
+                    let _ = b.write(&w);
+                    match b.next_within(5000)? {
+                        Return::TransactionComplete => {
+                            queued.fetch_add(1, SeqCst);
+                        }
+                        Return::FailedReply | Return::DeadReply => {}
+                        o => fail!("one-way to the offered node: {}", o.name()),
+                    }
+                    sent.fetch_add(1, SeqCst);
+                }
+            }));
+        }
+        let res = (|| -> TResult {
+            let (mut spin, mut jitter) = (2000u64, u64::from(harness::getpid() as u32));
+            for i in 0..RACE_ROUNDS {
+                let td = match b.next_auto_within(5000)? {
+                    Return::Transaction(td) => td,
+                    o => fail!("round {i}: expected the offer, got {}", o.name()),
+                };
+                let rec = b.received(&td)?;
+                ensure_eq!(rec.offsets.len(), 1, "objects in the offer");
+                let obj: flat_binder_object = rec.object(rec.offsets[0]);
+                ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "offered object type");
+                handle.store(obj.handle(), SeqCst);
+                let before = queued.load(SeqCst);
+                generation.store(i + 1, SeqCst);
+                // Around spin +- 1/8.
+                jitter = jitter
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let n = spin - spin / 8 + (jitter >> 33) % (spin / 4 + 1);
+                for _ in 0..n {
+                    std::hint::spin_loop();
+                }
+                // The offer's buffer holds the only reference to the node.
+                b.free_buffer(td.buffer)?;
+                let t0 = std::time::Instant::now();
+                while sent.load(SeqCst) < (i + 1) * RACE_SENDERS {
+                    ensure!(
+                        t0.elapsed() < Duration::from_secs(10),
+                        "round {i}: a sender is stuck"
+                    );
+                    std::thread::yield_now();
+                }
+                // Keep the free where some sends win the race and some lose: the window is
+                // at that edge.
+                match queued.load(SeqCst) - before {
+                    0 => spin = spin + spin / 8 + 64,
+                    n if n == RACE_SENDERS => spin -= spin / 8,
+                    _ => {}
+                }
+            }
+            Ok(())
+        })();
+        generation.store(u64::MAX, SeqCst);
+        for t in senders {
+            t.join().map_err(|_| "a sender thread panicked")??;
+        }
+        res
+    })?;
+    done.send_u64(1)?;
+    let txns = result
+        .recv_u64_within(Duration::from_secs(30))
+        .map_err(|e| format!("waiting for the owner's check: {e}"))?;
+    let missing = result.recv_u64_within(Duration::from_secs(5))?;
+    let len = result.recv_u64_within(Duration::from_secs(5))? as usize;
+    let names =
+        String::from_utf8_lossy(&result.recv_exact(len, Duration::from_secs(5))?).to_string();
+    owner
+        .join_within(Duration::from_secs(10))
+        .map_err(|e| format!("the node owner: {e:?}"))?;
+    println!(
+        "# send_vs_last_ref_release: {} of {} one-ways queued, {txns} read by the owner",
+        queued.load(SeqCst),
+        RACE_ROUNDS * RACE_SENDERS
+    );
+    ensure_eq!(
+        txns,
+        queued.load(SeqCst),
+        "one-ways the owner read (each queued one is delivered)"
+    );
+    ensure!(
+        missing == 0,
+        "{missing} of {txns} one-way transactions targeted a node that its owner no longer had: {names}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// A node its owner sends while the last ref to it goes away
+// ---------------------------------------------------------------------------
+
+const OFFER_ROUNDS: u64 = 1000;
+const OFFER_PTR: u64 = 0x7100_0000;
+const OFFER_SENDERS: u64 = 3;
+/// The rounds stop after this long (a debug kernel runs a few hundred).
+const OFFER_SECS: u64 = 25;
+
+/// What the two processes of [`offer_vs_last_ref_release`] share (a page mapped before the
+/// fork): the round the client lets the senders go in, and the senders' progress.
+#[repr(C)]
+struct OfferShared {
+    /// Rounds the client is done with.
+    finished: std::sync::atomic::AtomicU64,
+    /// The senders may send the round's second offers (round + 1); `u64::MAX`: stop.
+    go: std::sync::atomic::AtomicU64,
+    /// Second offers about to be written, and written, over all rounds.
+    started: std::sync::atomic::AtomicU64,
+    sent: std::sync::atomic::AtomicU64,
+}
+
+/// The owner of a node offers it to the client (a strong binder object in a one-way
+/// transaction; the client's reference is the node's only count, and the owner never reads, so
+/// it never acknowledges the node: without that reference its owner forgets it at once). Its
+/// three sender threads then offer the same object again while the client frees the first
+/// offer, which drops that reference; the client spins first, as long as keeps the free
+/// overlapping the sends. A sender that found the node in its owner's tree just before the
+/// free and gives the client its reference just after must not hand out a node its owner has
+/// forgotten: 6.12's C driver keeps the node known from its lookup on (`tmp_refs` of
+/// `binder_get_node`/`binder_new_node`). The client holds every second offer of a round at
+/// once, so all of them refer to one node and carry one handle; a forgotten node next to the
+/// one its owner creates again for the same address shows as two handles. Transactions queued
+/// on a forgotten node are never released with its owner (a leak of both processes).
+fn offer_vs_last_ref_release(c: &Ctx) -> TResult {
+    use std::sync::atomic::Ordering::SeqCst;
+    // SAFETY: anonymous shared mapping, page-sized; zero bytes are valid atomics.
+    let m = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    ensure!(m != libc::MAP_FAILED, "mmap of a shared page failed");
+    // SAFETY: mapped just above and never unmapped in this test (the page outlives it).
+    let sh: &'static OfferShared = unsafe { &*(m as *const OfferShared) };
+    let dev = c.dev.clone();
+    // The client is the context manager before the owner sends it anything.
+    let b = Binder::open_mapped(&c.dev)?;
+    become_context_manager(&b)?;
+    b.enter_looper()?;
+    let wait = |what: &str, done: &dyn Fn() -> bool| -> TResult {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            ensure!(t0.elapsed() < Duration::from_secs(10), "waiting for {what}");
+            std::thread::yield_now();
+        }
+        Ok(())
+    };
+    let owner = fork_proc(|| {
+        let b = Binder::open_mapped(&dev)?;
+        let offer = |i: u64| -> TResult {
+            let mut p = Payload::new();
+            p.binder(OFFER_PTR + i * 16, i, 0);
+            let mut w = WriteBuf::new();
+            w.transaction(0, CODE_NODE, TF_ONE_WAY, &p);
+            write_all(&b, &w, "one-way offer of a node")
+        };
+        std::thread::scope(|s| -> TResult {
+            let mut senders = Vec::new();
+            for _ in 0..OFFER_SENDERS {
+                let offer = &offer;
+                senders.push(s.spawn(move || -> TResult {
+                    let mut seen = 0;
+                    loop {
+                        // Spins to go at once, and lets the others run when a round is long.
+                        let mut spins = 0u32;
+                        let g = loop {
+                            let g = sh.go.load(SeqCst);
+                            if g != seen {
+                                break g;
+                            }
+                            spins += 1;
+                            if spins < 20_000 {
+                                std::hint::spin_loop();
+                            } else {
+                                std::thread::yield_now();
+                            }
+                        };
+                        if g == u64::MAX {
+                            return Ok(());
+                        }
+                        seen = g;
+                        sh.started.fetch_add(1, SeqCst);
+                        let r = offer(g - 1);
+                        sh.sent.fetch_add(1, SeqCst);
+                        r?;
+                    }
+                }));
+            }
+            let res = (|| -> TResult {
+                for i in 0..OFFER_ROUNDS {
+                    // The client is done with the previous round's offers.
+                    let t0 = std::time::Instant::now();
+                    while sh.finished.load(SeqCst) != i {
+                        if sh.go.load(SeqCst) == u64::MAX {
+                            return Ok(());
+                        }
+                        ensure!(
+                            t0.elapsed() < Duration::from_secs(20),
+                            "round {i}: the owner waits for the client"
+                        );
+                        std::thread::yield_now();
+                    }
+                    offer(i)?;
+                }
+                Ok(())
+            })();
+            if res.is_err() {
+                sh.go.store(u64::MAX, SeqCst);
+            }
+            for t in senders {
+                t.join().map_err(|_| "a sender thread panicked")??;
+            }
+            res
+        })
+    })?;
+    let res = (|| -> TResult {
+        let (mut spin, mut jitter) = (2000u64, u64::from(harness::getpid() as u32));
+        let (mut overlapped, mut mismatched) = (0u64, Vec::new());
+        let (start, mut rounds) = (std::time::Instant::now(), 0);
+        for i in 0..OFFER_ROUNDS {
+            if start.elapsed() > Duration::from_secs(OFFER_SECS) {
+                break;
+            }
+            rounds += 1;
+            let first = match b.next_auto_within(5000)? {
+                Return::Transaction(td) => td,
+                o => fail!("round {i}: expected the first offer, got {}", o.name()),
+            };
+            let rec = b.received(&first)?;
+            ensure_eq!(rec.offsets.len(), 1, "objects in the offer");
+            let obj: flat_binder_object = rec.object(rec.offsets[0]);
+            ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "offered object type");
+            let base = i * OFFER_SENDERS;
+            sh.go.store(i + 1, SeqCst);
+            // Around spin +- 1/8.
+            jitter = jitter
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = spin - spin / 8 + (jitter >> 33) % (spin / 4 + 1);
+            for _ in 0..n {
+                std::hint::spin_loop();
+            }
+            let done_before = sh.sent.load(SeqCst) - base;
+            // The first offer's buffer holds the client's only count on the node.
+            b.free_buffer(first.buffer)?;
+            let started_after = sh.started.load(SeqCst) - base;
+            // Keep the free overlapping the sends: the window is among them.
+            if done_before == OFFER_SENDERS {
+                spin -= spin / 8;
+            } else if started_after == 0 {
+                spin += spin / 8 + 64;
+            } else {
+                overlapped += 1;
+            }
+            wait(&format!("round {i}: the second offers"), &|| {
+                sh.sent.load(SeqCst) >= base + OFFER_SENDERS
+            })?;
+            // Each second offer holds a count on the client's reference: the client reads
+            // them one at a time (one-way transactions to one node), and they all refer to
+            // the node they were given at once.
+            let mut handles = Vec::new();
+            for _ in 0..OFFER_SENDERS {
+                let td = match b.next_auto_within(5000)? {
+                    Return::Transaction(td) => td,
+                    o => fail!("round {i}: expected a second offer, got {}", o.name()),
+                };
+                let rec = b.received(&td)?;
+                ensure_eq!(rec.offsets.len(), 1, "objects in a second offer");
+                let obj: flat_binder_object = rec.object(rec.offsets[0]);
+                ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "second offer's object type");
+                handles.push(obj.handle());
+                // The offers still unread hold their counts on the reference.
+                b.free_buffer(td.buffer)?;
+            }
+            if handles.iter().any(|&h| h != handles[0]) {
+                mismatched.push(format!("round {i}: handles {handles:?}"));
+            }
+            sh.finished.store(i + 1, SeqCst);
+        }
+        println!(
+            "# offer_vs_last_ref_release: {rounds} rounds, the free overlapped the second \
+             offers in {overlapped}"
+        );
+        ensure!(
+            mismatched.is_empty(),
+            "{} of {rounds} rounds gave the client one address of its peer as two \
+             nodes (a node its owner had forgotten): {}",
+            mismatched.len(),
+            mismatched.join("; ")
+        );
+        Ok(())
+    })();
+    // Ends the owner's senders, and its loop if the client failed.
+    sh.go.store(u64::MAX, SeqCst);
+    owner
+        .join_within(Duration::from_secs(20))
+        .map_err(|e| format!("the node owner: {e:?}"))?;
+    res
 }
