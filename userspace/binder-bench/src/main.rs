@@ -117,6 +117,9 @@ const WORKLOADS: &[&str] = &[
     "mem_thread",
 ];
 
+/// Workloads that run only when named.
+const EXTRA_WORKLOADS: &[&str] = &["rtt_load"];
+
 /// The number of CPUs online.
 pub(crate) fn online_cpus() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -166,6 +169,7 @@ fn run(cfg: &Cfg, w: &str) -> TResult {
         "futex_pingpong" => sys::futex_pingpong(cfg),
         "mem_proc" => sys::memory(cfg, false),
         "mem_thread" => sys::memory(cfg, true),
+        "rtt_load" => work::rtt_load(cfg),
         _ => Err(format!("unknown workload {w}")),
     };
     res.map_err(Into::into)
@@ -176,8 +180,9 @@ fn usage() -> ! {
         "usage: binder-bench [--list] [--scale F] [--rtt-n N] [--obj-n N] [--floor-n N] [--sweep-n N]\n\
          \x20                   [--tput-secs S] [--oneway-n N] [--mem-procs N] [--mem-threads N]\n\
          \x20                   [--mem-reps N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
-         workloads: {}",
-        WORKLOADS.join(" ")
+         workloads: {} (default); {} (only when named)",
+        WORKLOADS.join(" "),
+        EXTRA_WORKLOADS.join(" ")
     );
     std::process::exit(2);
 }
@@ -236,7 +241,7 @@ fn main() {
         }
     }
     for w in &only {
-        if !WORKLOADS.contains(&w.as_str()) {
+        if !WORKLOADS.contains(&w.as_str()) && !EXTRA_WORKLOADS.contains(&w.as_str()) {
             eprintln!("unknown workload {w}");
             usage();
         }
@@ -245,6 +250,12 @@ fn main() {
         .iter()
         .copied()
         .filter(|w| only.is_empty() || only.iter().any(|o| o == w))
+        .chain(
+            EXTRA_WORKLOADS
+                .iter()
+                .copied()
+                .filter(|w| only.iter().any(|o| o == w)),
+        )
         .collect();
 
     quiet_panics();

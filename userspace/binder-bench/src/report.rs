@@ -64,4 +64,12 @@ impl Samples {
         figure(workload, "mean", "us", Better::Lower, mean);
         note(&format!("{workload}: {n} samples"));
     }
+
+    /// [`Samples::report`] with the tails and the worst sample (`max`), for the workloads whose
+    /// reader picks a driver by its worst case.
+    pub fn report_with_max(self, workload: &str) {
+        let max = self.0.iter().copied().max().unwrap_or(0) as f64 / 1000.0;
+        self.report(workload, true);
+        figure(workload, "max", "us", Better::Lower, max);
+    }
 }

@@ -160,6 +160,80 @@ pub fn rtt_xcpu(cfg: &Cfg) -> harness::TResult {
     Ok(())
 }
 
+/// 0 B round trips of a `SCHED_FIFO` client and server (priority 50, the server inherits it
+/// through the fork) while one CPU-bound `SCHED_OTHER` process per CPU runs: the latency a
+/// real-time user of binder sees when the rest of the system is busy, which it judges by the
+/// tail and the worst case (`max`), not the median. Every wake-up of the client or the server
+/// preempts a busy process, so the figures include how long the kernel takes to do that
+/// (on PREEMPT_RT, how long the drivers' locks and the code they run in keep it waiting).
+/// Not in the default set (`binder-bench rtt_load`).
+pub fn rtt_load(cfg: &Cfg) -> Result<(), String> {
+    let mut hogs = Vec::new();
+    for _ in 0..crate::online_cpus() {
+        // SAFETY: fork; the child only spins until it is killed.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            stop_hogs(&hogs);
+            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            loop {
+                std::hint::spin_loop();
+            }
+        }
+        hogs.push(pid);
+    }
+    let res = set_fifo(50).and_then(|()| {
+        let svc = Service::start()?;
+        let mut ep = Ep::open(&svc.path(), CLIENT_MAP)?;
+        let s = timed_calls(&mut ep, cfg.rtt_n, cfg.warm, 0, &[], &[], None)?;
+        svc.stop(&mut ep)?;
+        s.report_with_max("rtt_load");
+        Ok(())
+    });
+    let back = set_other();
+    stop_hogs(&hogs);
+    res.and(back)
+}
+
+/// Makes the calling thread `SCHED_FIFO` at `prio`.
+fn set_fifo(prio: i32) -> Result<(), String> {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: `p` is a valid sched_param for the call.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(format!(
+            "sched_setscheduler(SCHED_FIFO, {prio}): {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Makes the calling thread `SCHED_OTHER` again.
+fn set_other() -> Result<(), String> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `p` is a valid sched_param for the call.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) } != 0 {
+        return Err(format!(
+            "sched_setscheduler(SCHED_OTHER): {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+fn stop_hogs(hogs: &[libc::pid_t]) {
+    for &pid in hogs {
+        // SAFETY: `pid` is a child of ours that has not been reaped.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, core::ptr::null_mut(), 0);
+        }
+    }
+}
+
 fn rtt_on(cfg: &Cfg, workload: &str, size: usize, server: Option<usize>) -> Result<(), String> {
     let svc = Service::start_on(server)?;
     let mut ep = Ep::open(&svc.path(), CLIENT_MAP)?;
