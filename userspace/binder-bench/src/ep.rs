@@ -15,8 +15,8 @@ pub const CODE_PING: u32 = 1;
 /// One open binder device, used by one thread.
 pub struct Ep {
     pub b: Binder,
-    out: Vec<u8>,
-    rbuf: Vec<u8>,
+    pub(crate) out: Vec<u8>,
+    pub(crate) rbuf: Vec<u8>,
 }
 
 fn ioctl_wr(fd: i32, bwr: &mut binder_write_read) -> io::Result<()> {
@@ -50,6 +50,16 @@ impl Ep {
             out: Vec::with_capacity(512),
             rbuf: vec![0u8; 2048],
         })
+    }
+
+    /// An endpoint on an already open binder fd (another thread's view of the same process,
+    /// see [`Binder::try_clone`]).
+    pub fn from_binder(b: Binder) -> Ep {
+        Ep {
+            b,
+            out: Vec::with_capacity(512),
+            rbuf: vec![0u8; 2048],
+        }
     }
 
     pub fn cmd(&mut self, code: u32) {
@@ -129,6 +139,30 @@ impl Ep {
         data: &[u8],
         offs: &[u64],
     ) -> Result<(), String> {
+        self.call_impl(handle, code, flags, data, offs, None)
+    }
+
+    /// [`Ep::call`] that keeps the handles a reply carries: each new one gets BC_INCREFS and
+    /// BC_ACQUIRE (before the reply's buffer is freed) and goes into `held`.
+    pub fn call_hold(
+        &mut self,
+        handle: u32,
+        code: u32,
+        data: &[u8],
+        held: &mut HashSet<u32>,
+    ) -> Result<(), String> {
+        self.call_impl(handle, code, 0, data, &[], Some(held))
+    }
+
+    fn call_impl(
+        &mut self,
+        handle: u32,
+        code: u32,
+        flags: u32,
+        data: &[u8],
+        offs: &[u64],
+        mut held: Option<&mut HashSet<u32>>,
+    ) -> Result<(), String> {
         self.queue_txn(handle, code, flags, data, offs);
         let oneway = flags & TF_ONE_WAY != 0;
         loop {
@@ -147,7 +181,14 @@ impl Ep {
                             done = true;
                         }
                     }
+                    // A one-way transaction queued to a frozen process.
+                    Return::TransactionPendingFrozen if oneway => done = true,
                     Return::Reply(td) => {
+                        if let Some(h) = held.as_deref_mut() {
+                            if td.offsets_size > 0 {
+                                scan_objects(&td, h, out);
+                            }
+                        }
                         out.extend_from_slice(&BC_FREE_BUFFER.to_ne_bytes());
                         out.extend_from_slice(&td.buffer.to_ne_bytes());
                         if td.flags & TF_STATUS_CODE != 0 {

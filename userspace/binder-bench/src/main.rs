@@ -8,6 +8,7 @@
 mod ep;
 mod profile;
 mod report;
+mod scale;
 mod sys;
 mod work;
 
@@ -39,6 +40,20 @@ pub struct Cfg {
     pub mem_procs: usize,
     pub mem_threads: usize,
     pub mem_reps: usize,
+    /// Timed round trips (and one-way transactions) per point of a scaling curve.
+    pub scale_n: usize,
+    /// The largest point of scale_refs (nodes owned by the server, refs held by a client).
+    pub scale_refs_max: usize,
+    /// The largest point of scale_buffers (live buffers in the server's area).
+    pub scale_buffers_max: usize,
+    /// The largest point of scale_threads (looper threads waiting in the server's pool).
+    pub scale_threads_max: usize,
+    /// The largest point of scale_death (binder processes with a death notification).
+    pub scale_death_max: usize,
+    /// The largest point of scale_freeze (nodes of the frozen process, one-ways pending).
+    pub scale_freeze_max: usize,
+    /// The largest point of scale_state (nodes and refs listed in binder_logs/state).
+    pub scale_state_max: usize,
     /// Per-workload timeout.
     pub timeout: Duration,
     /// Run the latency workloads (both ends) on this one CPU.
@@ -62,6 +77,13 @@ impl Cfg {
             mem_procs: 64,
             mem_threads: 64,
             mem_reps: 3,
+            scale_n: 2000,
+            scale_refs_max: 100_000,
+            scale_buffers_max: 10_000,
+            scale_threads_max: 256,
+            scale_death_max: 10_000,
+            scale_freeze_max: 10_000,
+            scale_state_max: 10_000,
             timeout: Duration::from_secs(600),
             pin: None,
             bail_on_hang: false,
@@ -118,7 +140,15 @@ const WORKLOADS: &[&str] = &[
 ];
 
 /// Workloads that run only when named.
-const EXTRA_WORKLOADS: &[&str] = &["rtt_load"];
+const EXTRA_WORKLOADS: &[&str] = &[
+    "rtt_load",
+    "scale_refs",
+    "scale_buffers",
+    "scale_threads",
+    "scale_death",
+    "scale_freeze",
+    "scale_state",
+];
 
 /// The number of CPUs online.
 pub(crate) fn online_cpus() -> usize {
@@ -170,6 +200,12 @@ fn run(cfg: &Cfg, w: &str) -> TResult {
         "mem_proc" => sys::memory(cfg, false),
         "mem_thread" => sys::memory(cfg, true),
         "rtt_load" => work::rtt_load(cfg),
+        "scale_refs" => scale::refs(cfg),
+        "scale_buffers" => scale::buffers(cfg),
+        "scale_threads" => scale::threads(cfg),
+        "scale_death" => scale::death(cfg),
+        "scale_freeze" => scale::freeze(cfg),
+        "scale_state" => scale::state(cfg),
         _ => Err(format!("unknown workload {w}")),
     };
     res.map_err(Into::into)
@@ -179,7 +215,9 @@ fn usage() -> ! {
     eprintln!(
         "usage: binder-bench [--list] [--scale F] [--rtt-n N] [--obj-n N] [--floor-n N] [--sweep-n N]\n\
          \x20                   [--tput-secs S] [--oneway-n N] [--mem-procs N] [--mem-threads N]\n\
-         \x20                   [--mem-reps N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
+         \x20                   [--mem-reps N] [--scale-n N] [--scale-refs-max N] [--scale-buffers-max N]\n\
+         \x20                   [--scale-threads-max N] [--scale-death-max N] [--scale-freeze-max N]\n\
+         \x20                   [--scale-state-max N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
          workloads: {} (default); {} (only when named)",
         WORKLOADS.join(" "),
         EXTRA_WORKLOADS.join(" ")
@@ -234,6 +272,13 @@ fn main() {
             "--mem-procs" => cfg.mem_procs = n(),
             "--mem-threads" => cfg.mem_threads = n(),
             "--mem-reps" => cfg.mem_reps = n().max(1),
+            "--scale-n" => cfg.scale_n = n().max(1),
+            "--scale-refs-max" => cfg.scale_refs_max = n().max(1),
+            "--scale-buffers-max" => cfg.scale_buffers_max = n().max(1),
+            "--scale-threads-max" => cfg.scale_threads_max = n().max(1),
+            "--scale-death-max" => cfg.scale_death_max = n().max(1),
+            "--scale-freeze-max" => cfg.scale_freeze_max = n().max(1),
+            "--scale-state-max" => cfg.scale_state_max = n().max(1),
             "--timeout" => cfg.timeout = Duration::from_secs(n() as u64),
             "--pin" => cfg.pin = Some(n()),
             "--tput-secs" => cfg.tput_secs = v.parse().unwrap_or_else(|_| usage()),

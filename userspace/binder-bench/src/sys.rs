@@ -131,9 +131,9 @@ pub fn futex_pingpong(cfg: &Cfg) -> Result<(), String> {
 /// PageTables + VmallocUsed (MemTotal - MemFree would add page-cache and per-cpu
 /// free-list noise that is larger than the figure).
 #[derive(Clone, Copy, Default, Debug)]
-struct Mem {
-    kern: i64,
-    slab: i64,
+pub(crate) struct Mem {
+    pub(crate) kern: i64,
+    pub(crate) slab: i64,
 }
 
 /// Give empty and per-cpu partial slabs back (SLUB's /sys/kernel/slab/*/shrink), so
@@ -148,7 +148,7 @@ fn quiesce() {
     let _ = std::fs::write("/proc/sys/vm/stat_refresh", "1");
 }
 
-fn meminfo() -> Result<Mem, String> {
+pub(crate) fn meminfo() -> Result<Mem, String> {
     quiesce();
     let s = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
     let mut kern = 0i64;
@@ -171,7 +171,7 @@ fn meminfo() -> Result<Mem, String> {
     Ok(Mem { kern, slab })
 }
 
-fn settle() {
+pub(crate) fn settle() {
     std::thread::sleep(Duration::from_millis(250));
 }
 

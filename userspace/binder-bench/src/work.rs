@@ -96,6 +96,18 @@ impl Service {
             .map_err(|e| format!("server stop: {e}"))
     }
 
+    /// The server's pid.
+    pub fn pid(&self) -> i32 {
+        self.proc_.as_ref().map_or(-1, |p| p.pid)
+    }
+
+    /// SIGKILL the server and reap it (its binder fds are then released by the kernel).
+    pub fn kill(mut self) {
+        if let Some(p) = self.proc_.take() {
+            p.kill();
+        }
+    }
+
     /// Stop the server with a CODE_STOP call on `ep` and reap it.
     pub fn stop(mut self, ep: &mut Ep) -> Result<u64, String> {
         ep.call(0, CODE_STOP, 0, &[], &[])?;

@@ -127,6 +127,19 @@ impl Binder {
         Ok(b)
     }
 
+    /// A second handle on the same binder_proc (a dup of the fd, without the mapping): for
+    /// another thread of the process, which the driver tells apart by its task.
+    pub fn try_clone(&self) -> io::Result<Binder> {
+        // SAFETY: plain syscall on our fd.
+        let fd = cvt(unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, 0) })?;
+        PENDING.with(|p| p.borrow_mut().remove(&fd));
+        Ok(Binder {
+            fd,
+            map: 0,
+            map_size: 0,
+        })
+    }
+
     pub fn fd(&self) -> RawFd {
         self.fd
     }

@@ -1,0 +1,829 @@
+//! The scaling workloads: how the cost of one operation grows with the size of the work
+//! (refs and nodes, live buffers, threads in a pool, death notifications). Each is a curve
+//! of a few points over up to five decades; a figure is `<quantity>@<N>` of a workload
+//! `scale_*`, so that `scripts/plot-scaling` can draw it against N. Run only when named.
+
+use crate::ep::{Ep, CODE_PING, CODE_STOP};
+use crate::report::{figure, note, Better};
+use crate::sys::{meminfo, settle};
+use crate::work::{new_device, Service, CLIENT_MAP, FAILED_REPLY, SERVER_MAP};
+use crate::Cfg;
+use binder_uapi::harness::{fork_proc, Pipe, Proc};
+use binder_uapi::proto::{bytes_of, ReadIter};
+use binder_uapi::*;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Reply with `count` nodes of the server (data: first index u64, count u64).
+const CODE_GIVE: u32 = 0x4749_5645;
+/// Reply, and keep the request's buffer.
+const CODE_HOLD: u32 = 0x484f_4c44;
+/// Reply, and keep the request's buffer until CODE_FREE_TMP.
+const CODE_HOLD_TMP: u32 = 0x484f_4c54;
+/// Free every buffer kept by CODE_HOLD_TMP, and reply.
+const CODE_FREE_TMP: u32 = 0x4652_4545;
+/// One-way: write the number of transactions served since the last mark to the mark pipe.
+const CODE_MARK: u32 = 0x4d41_524b;
+
+/// Nodes per CODE_GIVE reply (24 KiB of objects).
+const GIVE_BATCH: u64 = 1000;
+
+/// Payload sizes of the held buffers, in turn (the allocator's mixed sizes).
+const SIZES: [usize; 6] = [8, 16, 32, 64, 128, 256];
+
+/// 1, 10, 100, ... up to `max` (and `max` itself if it is not a power of ten).
+fn decades(max: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut n = 1;
+    while n <= max {
+        v.push(n);
+        n *= 10;
+    }
+    if v.last() != Some(&max) && max > 0 {
+        v.push(max);
+    }
+    v
+}
+
+/// The median of `n` timed calls to `handle` (in us), after `warm` untimed ones.
+fn rtt_p50(ep: &mut Ep, handle: u32, n: usize, warm: usize) -> Result<f64, String> {
+    for _ in 0..warm {
+        ep.call(handle, CODE_PING, 0, &[], &[])?;
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        ep.call(handle, CODE_PING, 0, &[], &[])?;
+        v.push(t.elapsed().as_nanos() as u64);
+    }
+    v.sort_unstable();
+    Ok(v[v.len() / 2] as f64 / 1000.0)
+}
+
+fn fig_us(w: &str, q: &str, n: usize, us: f64) {
+    figure(w, &format!("{q}@{n}"), "us", Better::Lower, us);
+}
+
+/// Kernel bytes per unit between two meminfo readings (Slab + KernelStack + PageTables +
+/// VmallocUsed), and the slab part alone.
+fn mem_figs(w: &str, what: &str, units: usize, a: crate::sys::Mem, b: crate::sys::Mem) {
+    let u = units.max(1) as f64;
+    figure(
+        w,
+        &format!("mem_{what}"),
+        "B",
+        Better::Lower,
+        (b.kern - a.kern) as f64 / u,
+    );
+    figure(
+        w,
+        &format!("mem_{what}_slab"),
+        "B",
+        Better::Lower,
+        (b.slab - a.slab) as f64 / u,
+    );
+}
+
+/// The server of the scaling workloads: one looper thread, the device's context manager,
+/// answering CODE_PING (empty reply, buffer freed) and the CODE_* requests above.
+struct ScaleServer {
+    dev: binderfs::Device,
+    proc_: Option<Proc>,
+    mark: Pipe,
+}
+
+impl ScaleServer {
+    fn start() -> Result<ScaleServer, String> {
+        let dev = new_device()?;
+        let path = dev.path();
+        let ready = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
+        let mark = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
+        let (rw, mw) = (ready.w, mark.w);
+        let proc_ = fork_proc(move || {
+            let mut ep = Ep::open(&path, SERVER_MAP)?;
+            ep.b.set_context_mgr()
+                .map_err(|e| format!("BINDER_SET_CONTEXT_MGR: {e}"))?;
+            let r = Pipe { r: -1, w: rw };
+            r.send_u64(1)?;
+            std::mem::forget(r);
+            let m = Pipe { r: -1, w: mw };
+            let res = scale_serve(&mut ep, &m);
+            std::mem::forget(m);
+            res.map_err(Into::into)
+        })
+        .map_err(|e| format!("fork: {e}"))?;
+        ready
+            .recv_u64_within(Duration::from_secs(20))
+            .map_err(|e| format!("server start: {e}"))?;
+        Ok(ScaleServer {
+            dev,
+            proc_: Some(proc_),
+            mark,
+        })
+    }
+
+    fn path(&self) -> String {
+        self.dev.path()
+    }
+
+    fn pid(&self) -> i32 {
+        self.proc_.as_ref().map_or(-1, |p| p.pid)
+    }
+
+    /// Wait for the count of a CODE_MARK.
+    fn wait_mark(&self) -> Result<u64, String> {
+        self.mark.recv_u64_within(Duration::from_secs(120))
+    }
+
+    /// Stop with CODE_STOP on `ep` and reap.
+    fn stop(mut self, ep: &mut Ep) -> Result<(), String> {
+        ep.call(0, CODE_STOP, 0, &[], &[])?;
+        if let Some(p) = self.proc_.take() {
+            p.join_within(Duration::from_secs(60))
+                .map_err(|e| format!("scale server: {e:?}"))?;
+        }
+        Ok(())
+    }
+}
+
+fn scale_serve(ep: &mut Ep, mark: &Pipe) -> Result<(), String> {
+    let mut tmp: Vec<u64> = Vec::new();
+    let mut kept = 0usize;
+    let mut since_mark = 0u64;
+    // Reply payloads, alive until the write that carries their BC_REPLY.
+    let mut replies: Vec<(Payload, Vec<u8>)> = Vec::new();
+    ep.cmd(BC_ENTER_LOOPER);
+    loop {
+        let n = ep.talk(true)?;
+        replies.clear();
+        let mut stop = false;
+        let mut err = None;
+        let Ep { rbuf, out, .. } = ep;
+        for r in ReadIter::new(&rbuf[..n]) {
+            match r {
+                Return::Transaction(td) | Return::TransactionSecCtx(td, _) => {
+                    since_mark += 1;
+                    let free = |out: &mut Vec<u8>, b: u64| {
+                        out.extend_from_slice(&BC_FREE_BUFFER.to_ne_bytes());
+                        out.extend_from_slice(&b.to_ne_bytes());
+                    };
+                    let mut reply = Payload::new();
+                    match td.code {
+                        CODE_HOLD => kept += 1,
+                        CODE_HOLD_TMP => tmp.push(td.buffer),
+                        CODE_GIVE => {
+                            if td.data_size < 16 {
+                                err = Some("CODE_GIVE without its two u64".to_string());
+                            } else {
+                                // SAFETY: the driver put the 16 bytes checked above in our
+                                // mapping; the buffer is freed after this read.
+                                let (first, count) = unsafe {
+                                    (
+                                        core::ptr::read_unaligned(td.buffer as *const u64),
+                                        core::ptr::read_unaligned((td.buffer + 8) as *const u64),
+                                    )
+                                };
+                                for i in first..first + count {
+                                    let ptr = 0x1000 * (i + 1);
+                                    reply.binder(ptr, ptr, 0);
+                                }
+                            }
+                            free(out, td.buffer);
+                        }
+                        CODE_FREE_TMP => {
+                            free(out, td.buffer);
+                            for b in tmp.drain(..) {
+                                free(out, b);
+                            }
+                        }
+                        CODE_MARK => {
+                            free(out, td.buffer);
+                            mark.send_u64(since_mark)
+                                .map_err(|e| format!("mark pipe: {e}"))?;
+                            since_mark = 0;
+                        }
+                        _ => free(out, td.buffer),
+                    }
+                    if td.flags & TF_ONE_WAY == 0 {
+                        let offs = reply.offsets_bytes();
+                        let rep = binder_transaction_data {
+                            data_size: reply.data.len() as u64,
+                            offsets_size: offs.len() as u64,
+                            buffer: if reply.data.is_empty() {
+                                0
+                            } else {
+                                reply.data.as_ptr() as u64
+                            },
+                            offsets: if offs.is_empty() {
+                                0
+                            } else {
+                                offs.as_ptr() as u64
+                            },
+                            ..Default::default()
+                        };
+                        out.extend_from_slice(&BC_REPLY.to_ne_bytes());
+                        out.extend_from_slice(bytes_of(&rep));
+                        replies.push((reply, offs));
+                    }
+                    if td.code == CODE_STOP {
+                        stop = true;
+                    }
+                }
+                Return::Noop
+                | Return::TransactionComplete
+                | Return::SpawnLooper
+                | Return::Release(_)
+                | Return::Decrefs(_) => {}
+                Return::Increfs(pc) => {
+                    out.extend_from_slice(&BC_INCREFS_DONE.to_ne_bytes());
+                    out.extend_from_slice(bytes_of(&pc));
+                }
+                Return::Acquire(pc) => {
+                    out.extend_from_slice(&BC_ACQUIRE_DONE.to_ne_bytes());
+                    out.extend_from_slice(bytes_of(&pc));
+                }
+                other => err = Some(format!("scale server: got {}", other.name())),
+            }
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if stop {
+            ep.talk(true)?;
+            note(&format!("scale server: {kept} buffers held at the end"));
+            return Ok(());
+        }
+    }
+}
+
+/// Ask the server for nodes `first..first + count` in batches; the handles go into `held`.
+fn take_nodes(ep: &mut Ep, first: u64, count: u64, held: &mut HashSet<u32>) -> Result<(), String> {
+    let mut i = first;
+    while i < first + count {
+        let k = GIVE_BATCH.min(first + count - i);
+        let mut d = [0u8; 16];
+        d[..8].copy_from_slice(&i.to_ne_bytes());
+        d[8..].copy_from_slice(&k.to_ne_bytes());
+        ep.call_hold(0, CODE_GIVE, &d, held)?;
+        i += k;
+    }
+    Ok(())
+}
+
+/// Round trip 0 B against the refs a client holds and the nodes the server owns: at each
+/// point N the server owns N nodes, client R holds a ref to each and calls the last one,
+/// client C (one ref, to the context manager) calls handle 0. Also the cost of a new
+/// node + ref pair, and at the largest point the kernel bytes per pair and per ref (a
+/// third client taking refs to the same N nodes).
+pub fn refs(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_refs";
+    let srv = ScaleServer::start()?;
+    let mut c = Ep::open(&srv.path(), CLIENT_MAP)?;
+    let mut r = Ep::open(&srv.path(), CLIENT_MAP)?;
+    let mut held = HashSet::new();
+    let pts = decades(cfg.scale_refs_max);
+    let mut have = 0usize;
+    for (pi, &n) in pts.iter().enumerate() {
+        let last = pi + 1 == pts.len();
+        let m0 = if last { Some(meminfo()?) } else { None };
+        let t = Instant::now();
+        take_nodes(&mut r, have as u64, (n - have) as u64, &mut held)?;
+        let grow = t.elapsed().as_nanos() as f64 / 1000.0;
+        if held.len() != n {
+            return Err(format!("client holds {} handles, expected {n}", held.len()));
+        }
+        if let Some(m0) = m0 {
+            settle();
+            let m1 = meminfo()?;
+            mem_figs(w, "node_ref", n - have, m0, m1);
+            // A third client takes refs to the same nodes: refs only.
+            let mut e = Ep::open(&srv.path(), CLIENT_MAP)?;
+            let mut held_e = HashSet::new();
+            let m2 = meminfo()?;
+            take_nodes(&mut e, 0, n as u64, &mut held_e)?;
+            settle();
+            let m3 = meminfo()?;
+            if held_e.len() != n {
+                return Err(format!(
+                    "third client holds {} handles, expected {n}",
+                    held_e.len()
+                ));
+            }
+            mem_figs(w, "ref", n, m2, m3);
+            note(&format!(
+                "{w}: memory at {n} nodes (node_ref over the last {} added)",
+                n - have
+            ));
+        }
+        fig_us(w, "new_node_ref", n, grow / (n - have) as f64);
+        have = n;
+        let target = *held.iter().max().unwrap();
+        let p = rtt_p50(&mut r, target, cfg.scale_n, cfg.warm.min(cfg.scale_n))?;
+        fig_us(w, "rtt_refs", n, p);
+        let p = rtt_p50(&mut c, 0, cfg.scale_n, cfg.warm.min(cfg.scale_n))?;
+        fig_us(w, "rtt_nodes", n, p);
+    }
+    srv.stop(&mut c)?;
+    Ok(())
+}
+
+/// Round trip 0 B and the one-way rate against the live buffers in the receiver's area: at
+/// each point N the server keeps N buffers of mixed sizes (8..256 B) with a hole freed
+/// between each two (2N allocated, every second one freed), then client calls it.
+pub fn buffers(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_buffers";
+    let srv = ScaleServer::start()?;
+    let mut c = Ep::open(&srv.path(), CLIENT_MAP)?;
+    let big = [0x5au8; 256];
+    let pts = decades(cfg.scale_buffers_max);
+    let mut have = 0usize;
+    for (pi, &n) in pts.iter().enumerate() {
+        let last = pi + 1 == pts.len();
+        let m0 = if last { Some(meminfo()?) } else { None };
+        for i in have..n {
+            c.call(0, CODE_HOLD, 0, &big[..SIZES[i % SIZES.len()]], &[])?;
+            c.call(
+                0,
+                CODE_HOLD_TMP,
+                0,
+                &big[..SIZES[(i + 3) % SIZES.len()]],
+                &[],
+            )?;
+        }
+        c.call(0, CODE_FREE_TMP, 0, &[], &[])?;
+        if let Some(m0) = m0 {
+            settle();
+            let m1 = meminfo()?;
+            mem_figs(w, "buffer", n - have, m0, m1);
+        }
+        have = n;
+        let p = rtt_p50(&mut c, 0, cfg.scale_n, cfg.warm.min(cfg.scale_n))?;
+        fig_us(w, "rtt", n, p);
+        // One-way rate: scale_n transactions of 64 B, timed until the server has seen the last.
+        let data = [0u8; 64];
+        let mut full = 0u64;
+        let t = Instant::now();
+        for k in 0..=cfg.scale_n {
+            let code = if k == cfg.scale_n {
+                CODE_MARK
+            } else {
+                CODE_PING
+            };
+            loop {
+                match c.call(0, code, TF_ONE_WAY, &data, &[]) {
+                    Ok(()) => break,
+                    Err(e) if e == FAILED_REPLY => {
+                        full += 1;
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let seen = srv.wait_mark()?;
+        let secs = t.elapsed().as_secs_f64();
+        // Since the last mark: this point's one-ways, its round trips and warm-up, and the
+        // holds of this point (the first mark counts from the start).
+        if seen < cfg.scale_n as u64 + 1 {
+            return Err(format!(
+                "server saw {seen} transactions since the last mark, fewer than the {} one-ways",
+                cfg.scale_n + 1
+            ));
+        }
+        figure(
+            w,
+            &format!("oneway_rate@{n}"),
+            "txn/s",
+            Better::Higher,
+            (cfg.scale_n + 1) as f64 / secs,
+        );
+        if full > 0 {
+            note(&format!("{w}@{n}: {full} retries on a full async space"));
+        }
+    }
+    srv.stop(&mut c)?;
+    Ok(())
+}
+
+/// The wake-up cost against the threads waiting in the server's pool: at each point T the
+/// server has T looper threads blocked in a read, the client times round trips 0 B.
+pub fn threads(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_threads";
+    let mut pts: Vec<usize> = [1usize, 4, 16, 64, 256]
+        .into_iter()
+        .filter(|&t| t <= cfg.scale_threads_max)
+        .collect();
+    if pts.is_empty() {
+        pts.push(1);
+    }
+    for t in pts {
+        let svc = pool_server(t)?;
+        let mut c = Ep::open(&svc.0.path(), CLIENT_MAP)?;
+        let p = rtt_p50(&mut c, 0, cfg.scale_n, cfg.warm.min(cfg.scale_n))?;
+        fig_us(w, "rtt", t, p);
+        drop(c);
+        let (dev, proc_) = svc;
+        proc_.kill();
+        drop(dev);
+    }
+    Ok(())
+}
+
+/// A context manager with `t` looper threads (all but the main one on a dup of its fd);
+/// returns once every thread is about to block in its read.
+fn pool_server(t: usize) -> Result<(binderfs::Device, Proc), String> {
+    let dev = new_device()?;
+    let path = dev.path();
+    let ready = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
+    let rw = ready.w;
+    let proc_ = fork_proc(move || {
+        let mut ep = Ep::open(&path, SERVER_MAP)?;
+        ep.b.set_context_mgr()
+            .map_err(|e| format!("BINDER_SET_CONTEXT_MGR: {e}"))?;
+        let r: &'static Pipe = Box::leak(Box::new(Pipe { r: -1, w: rw }));
+        for _ in 1..t {
+            let b = ep.b.try_clone().map_err(|e| format!("dup: {e}"))?;
+            std::thread::spawn(move || {
+                let mut e = Ep::from_binder(b);
+                let _ = r.send_u64(1);
+                let _ = e.serve();
+            });
+        }
+        r.send_u64(1)?;
+        ep.serve()?;
+        Ok(())
+    })
+    .map_err(|e| format!("fork: {e}"))?;
+    for _ in 0..t {
+        ready
+            .recv_u64_within(Duration::from_secs(60))
+            .map_err(|e| format!("pool of {t} threads: {e}"))?;
+    }
+    // Let the last threads reach their read.
+    settle();
+    Ok((dev, proc_))
+}
+
+fn raise_nofile(n: usize) -> Result<(), String> {
+    let want = (n + 256) as libc::rlim_t;
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscalls on a local struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        if r.rlim_cur >= want {
+            return Ok(());
+        }
+        r.rlim_cur = want;
+        r.rlim_max = r.rlim_max.max(want);
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+            return Err(format!(
+                "setrlimit(RLIMIT_NOFILE, {want}): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn write_cmds(b: &Binder, w: &WriteBuf) -> Result<(), String> {
+    b.write(w).map(|_| ()).map_err(|e| format!("write: {e}"))
+}
+
+/// Death notifications on one node, against the number of binder processes holding a ref
+/// to it: at each point N, N binder fds of this process (each a binder_proc of its own to
+/// the driver, one open each) take a ref to the context manager's node (BC_INCREFS +
+/// BC_ACQUIRE) and register a death notification on it; a client times round trips to the
+/// node with those N refs on it; then the server is killed and the time runs from the
+/// signal until every one of the N has read its BR_DEAD_BINDER (each read checked for its
+/// own cookie): the median of three such runs.
+pub fn death(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_death";
+    let pts = decades(cfg.scale_death_max);
+    raise_nofile(*pts.last().unwrap())?;
+    for (pi, &n) in pts.iter().enumerate() {
+        let last = pi + 1 == pts.len();
+        let mut deliver = Vec::new();
+        for rep in 0..DEATH_REPS {
+            deliver.push(death_point(cfg, n, last && rep == 0, rep == 0)?);
+        }
+        // The median of the repetitions.
+        deliver.sort_by(f64::total_cmp);
+        let us = deliver[deliver.len() / 2];
+        note(&format!(
+            "{w}@{n}: deliver_all of {DEATH_REPS} runs: {deliver:.0?} us"
+        ));
+        fig_us(w, "deliver_all", n, us);
+        fig_us(w, "deliver_per", n, us / n as f64);
+    }
+    Ok(())
+}
+
+/// Kills and deliveries per point of scale_death.
+const DEATH_REPS: usize = 3;
+
+/// One run of a scale_death point; returns the time to deliver all (us). `mem`: report the
+/// memory figures; `report`: report the figures other than the delivery time.
+fn death_point(cfg: &Cfg, n: usize, mem: bool, report: bool) -> Result<f64, String> {
+    let w = "scale_death";
+    let last = mem;
+    let svc = Service::start()?;
+    let path = svc.path();
+    let mut c = Ep::open(&path, CLIENT_MAP)?;
+    let m0 = if last { Some(meminfo()?) } else { None };
+    let mut bs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let b = Binder::open(&path).map_err(|e| format!("open {path}: {e}"))?;
+        let mut wb = WriteBuf::new();
+        wb.enter_looper();
+        write_cmds(&b, &wb)?;
+        bs.push(b);
+    }
+    let m1 = if last { Some(meminfo()?) } else { None };
+    let t = Instant::now();
+    for b in &bs {
+        let mut wb = WriteBuf::new();
+        wb.increfs(0).acquire(0);
+        write_cmds(b, &wb)?;
+    }
+    if report {
+        fig_us(
+            w,
+            "ref_acquire",
+            n,
+            t.elapsed().as_nanos() as f64 / 1000.0 / n as f64,
+        );
+    }
+    let m2 = if last { Some(meminfo()?) } else { None };
+    let t = Instant::now();
+    for (i, b) in bs.iter().enumerate() {
+        let mut wb = WriteBuf::new();
+        wb.request_death(0, i as u64 + 1);
+        write_cmds(b, &wb)?;
+    }
+    if report {
+        fig_us(
+            w,
+            "register",
+            n,
+            t.elapsed().as_nanos() as f64 / 1000.0 / n as f64,
+        );
+    }
+    if let (Some(m0), Some(m1), Some(m2)) = (m0, m1, m2) {
+        let m3 = meminfo()?;
+        mem_figs(w, "proc_open", n, m0, m1);
+        mem_figs(w, "ref", n, m1, m2);
+        mem_figs(w, "death", n, m2, m3);
+    }
+    if report {
+        let p = rtt_p50(&mut c, 0, cfg.scale_n, cfg.warm.min(cfg.scale_n))?;
+        fig_us(w, "rtt_holders", n, p);
+    }
+    drop(c);
+    // From the signal to the last BR_DEAD_BINDER read; the server is reaped after (a reap
+    // loop's sleeps would count otherwise).
+    let pid = svc.pid();
+    let t = Instant::now();
+    // SAFETY: our child, not reaped yet.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let mut buf = [0u8; 256];
+    for (i, b) in bs.iter().enumerate() {
+        let want = i as u64 + 1;
+        let mut got = false;
+        while !got {
+            let mut bwr = binder_write_read {
+                read_size: buf.len() as u64,
+                read_buffer: buf.as_mut_ptr() as u64,
+                ..Default::default()
+            };
+            b.write_read_raw(&mut bwr)
+                .map_err(|e| format!("read of binder {i}: {e}"))?;
+            for r in ReadIter::new(&buf[..bwr.read_consumed as usize]) {
+                match r {
+                    Return::DeadBinder(ck) if ck == want => got = true,
+                    Return::Noop | Return::SpawnLooper => {}
+                    other => {
+                        return Err(format!(
+                            "binder {i}: got {} waiting for BR_DEAD_BINDER {want}",
+                            other.name()
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    let us = t.elapsed().as_nanos() as f64 / 1000.0;
+    svc.kill();
+    drop(bs);
+    settle();
+    Ok(us)
+}
+
+/// The time of one BINDER_FREEZE ioctl (us); `Ok(Err(e))` if the driver refused it.
+fn freeze_us(b: &Binder, pid: i32, enable: bool) -> Result<f64, String> {
+    let t = Instant::now();
+    let r = b.freeze(pid, enable, 100);
+    let us = t.elapsed().as_nanos() as f64 / 1000.0;
+    r.map_err(|e| format!("BINDER_FREEZE(pid {pid}, enable {enable}): {e}"))?;
+    Ok(us)
+}
+
+fn median3(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// BINDER_FREEZE and unfreeze of a process against what it owns: at each point N the server
+/// owns N nodes (client R holds a ref to each); freeze and unfreeze are timed (the median of
+/// three of each). Then with N one-way transactions pending: the server is stopped (SIGSTOP,
+/// as the cgroup freezer stops a frozen app), frozen, sent N one-ways (each answered
+/// BR_TRANSACTION_PENDING_FROZEN or BR_TRANSACTION_COMPLETE), and unfreezing it is timed;
+/// after SIGCONT the server must see all N.
+pub fn freeze(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_freeze";
+    let srv = ScaleServer::start()?;
+    let pid = srv.pid();
+    let mut r = Ep::open(&srv.path(), CLIENT_MAP)?;
+    let mut held = HashSet::new();
+    let mut have = 0usize;
+    for n in decades(cfg.scale_freeze_max) {
+        take_nodes(&mut r, have as u64, (n - have) as u64, &mut held)?;
+        have = n;
+        let mut f = Vec::new();
+        let mut u = Vec::new();
+        for _ in 0..3 {
+            f.push(freeze_us(&r.b, pid, true)?);
+            u.push(freeze_us(&r.b, pid, false)?);
+        }
+        fig_us(w, "freeze", n, median3(f));
+        fig_us(w, "unfreeze", n, median3(u));
+        // A mark first, so that the count of the next one is this point's one-ways only.
+        r.call(0, CODE_MARK, TF_ONE_WAY, &[], &[])?;
+        srv.wait_mark()?;
+        // SAFETY: our child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        settle();
+        let fp = freeze_us(&r.b, pid, true);
+        let sent = fp.and_then(|fp| {
+            for _ in 0..n {
+                r.call(0, CODE_PING, TF_ONE_WAY, &[], &[])?;
+            }
+            let up = freeze_us(&r.b, pid, false)?;
+            Ok((fp, up))
+        });
+        // SAFETY: our child.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let (fp, up) = sent?;
+        fig_us(w, "freeze_stopped", n, fp);
+        fig_us(w, "unfreeze_pending", n, up);
+        r.call(0, CODE_MARK, TF_ONE_WAY, &[], &[])?;
+        let seen = srv.wait_mark()?;
+        if seen != n as u64 + 1 {
+            return Err(format!(
+                "the server saw {seen} transactions after its unfreeze, not the {} sent",
+                n + 1
+            ));
+        }
+    }
+    srv.stop(&mut r)?;
+    Ok(())
+}
+
+/// A private binderfs mount with `stats=global` (for binder_logs), unmounted on drop.
+struct LogsMount(String);
+
+impl LogsMount {
+    fn new() -> Result<LogsMount, String> {
+        let dir = format!("/tmp/bench-logs.{}", std::process::id());
+        std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {dir}: {e}"))?;
+        let src = std::ffi::CString::new("binder").unwrap();
+        let tgt = std::ffi::CString::new(dir.clone()).unwrap();
+        let opts = std::ffi::CString::new("stats=global").unwrap();
+        // SAFETY: valid C strings.
+        let r = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                tgt.as_ptr(),
+                src.as_ptr(),
+                0,
+                opts.as_ptr() as *const libc::c_void,
+            )
+        };
+        if r != 0 {
+            return Err(format!(
+                "mount binderfs stats=global on {dir}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(LogsMount(dir))
+    }
+
+    fn state(&self) -> String {
+        format!("{}/binder_logs/state", self.0)
+    }
+}
+
+impl Drop for LogsMount {
+    fn drop(&mut self) {
+        let tgt = std::ffi::CString::new(self.0.clone()).unwrap();
+        // SAFETY: a valid C string.
+        unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Read a whole file in 64 KiB reads; returns its length.
+fn read_all(path: &str, buf: &mut [u8]) -> Result<usize, String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| format!("open {path}: {e}"))?;
+    let mut total = 0;
+    loop {
+        let k = f.read(buf).map_err(|e| format!("read {path}: {e}"))?;
+        if k == 0 {
+            return Ok(total);
+        }
+        total += k;
+    }
+}
+
+/// Reading binder_logs/state against the nodes and refs it lists, and a round trip while
+/// another thread reads it: at each point N the server owns N nodes and client R holds a
+/// ref to each. Timed: one whole read of state (its size must grow with N), and round trips
+/// of client C to the server while a thread on the other CPU (the same one with a single
+/// CPU) reads state in a loop: their median and their worst (a debug read must not stall
+/// binder traffic).
+pub fn state(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_state";
+    let logs = LogsMount::new()?;
+    let path = logs.state();
+    let srv = ScaleServer::start()?;
+    let mut c = Ep::open(&srv.path(), CLIENT_MAP)?;
+    let mut r = Ep::open(&srv.path(), CLIENT_MAP)?;
+    let mut held = HashSet::new();
+    let mut have = 0usize;
+    let mut buf = vec![0u8; 65536];
+    let mut last_len = 0usize;
+    let other = (cfg.pin.unwrap_or(0) + 1) % crate::online_cpus();
+    for n in decades(cfg.scale_state_max) {
+        take_nodes(&mut r, have as u64, (n - have) as u64, &mut held)?;
+        have = n;
+        let t = Instant::now();
+        let len = read_all(&path, &mut buf)?;
+        fig_us(w, "read_state", n, t.elapsed().as_nanos() as f64 / 1000.0);
+        // Each node and each ref has a line of its own.
+        if len < last_len || (n >= 100 && len < n * 20) {
+            return Err(format!(
+                "binder_logs/state has {len} bytes with {n} nodes and refs"
+            ));
+        }
+        last_len = len;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let st = stop.clone();
+        let p = path.clone();
+        let reader = std::thread::spawn(move || -> Result<u64, String> {
+            crate::pin_to(other)?;
+            let mut b = vec![0u8; 65536];
+            let mut reads = 0u64;
+            while !st.load(std::sync::atomic::Ordering::Relaxed) {
+                read_all(&p, &mut b)?;
+                reads += 1;
+            }
+            Ok(reads)
+        });
+        // Let the reader start.
+        std::thread::sleep(Duration::from_millis(20));
+        let mut v = Vec::with_capacity(cfg.scale_n);
+        let res = (|| {
+            for _ in 0..cfg.scale_n {
+                let t = Instant::now();
+                c.call(0, CODE_PING, 0, &[], &[])?;
+                v.push(t.elapsed().as_nanos() as u64);
+            }
+            Ok::<(), String>(())
+        })();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let reads = reader
+            .join()
+            .map_err(|_| "state reader panicked".to_string())??;
+        res?;
+        if reads == 0 {
+            return Err("the state reader finished no read during the round trips".into());
+        }
+        v.sort_unstable();
+        fig_us(w, "rtt_during_read", n, v[v.len() / 2] as f64 / 1000.0);
+        fig_us(
+            w,
+            "rtt_max_during_read",
+            n,
+            *v.last().unwrap() as f64 / 1000.0,
+        );
+        note(&format!(
+            "{w}@{n}: state {len} bytes, {reads} reads during the round trips"
+        ));
+    }
+    srv.stop(&mut c)?;
+    drop(logs);
+    Ok(())
+}
