@@ -636,8 +636,8 @@ fn median3(mut v: Vec<f64>) -> f64 {
 }
 
 /// BINDER_FREEZE and unfreeze of a process against what it owns: at each point N the server
-/// owns N nodes (client R holds a ref to each); freeze and unfreeze are timed (the median of
-/// three of each). Then with N one-way transactions pending: the server is stopped (SIGSTOP,
+/// owns N nodes (client R holds a ref to each); freeze and unfreeze of the server, and of this
+/// process (R's, with the N refs), are timed (the median of three of each). Then with N one-way transactions pending: the server is stopped (SIGSTOP,
 /// as the cgroup freezer stops a frozen app), frozen, sent N one-ways (each answered
 /// BR_TRANSACTION_PENDING_FROZEN or BR_TRANSACTION_COMPLETE), and unfreezing it is timed;
 /// after SIGCONT the server must see all N.
@@ -659,6 +659,16 @@ pub fn freeze(cfg: &Cfg) -> Result<(), String> {
         }
         fig_us(w, "freeze", n, median3(f));
         fig_us(w, "unfreeze", n, median3(u));
+        // The process holding the N refs: this one (R is its only binder fd here).
+        let me = binder_uapi::harness::getpid();
+        let mut f = Vec::new();
+        let mut u = Vec::new();
+        for _ in 0..3 {
+            f.push(freeze_us(&r.b, me, true)?);
+            u.push(freeze_us(&r.b, me, false)?);
+        }
+        fig_us(w, "freeze_refs", n, median3(f));
+        fig_us(w, "unfreeze_refs", n, median3(u));
         // A mark first, so that the count of the next one is this point's one-ways only.
         r.call(0, CODE_MARK, TF_ONE_WAY, &[], &[])?;
         srv.wait_mark()?;
