@@ -54,6 +54,8 @@ pub struct Cfg {
     pub scale_freeze_max: usize,
     /// The largest point of scale_state (nodes and refs listed in binder_logs/state).
     pub scale_state_max: usize,
+    /// The largest point of scale_procs (processes with a ref and a death notification).
+    pub scale_procs_max: usize,
     /// Per-workload timeout.
     pub timeout: Duration,
     /// Run the latency workloads (both ends) on this one CPU.
@@ -84,6 +86,7 @@ impl Cfg {
             scale_death_max: 10_000,
             scale_freeze_max: 10_000,
             scale_state_max: 10_000,
+            scale_procs_max: 1000,
             timeout: Duration::from_secs(600),
             pin: None,
             bail_on_hang: false,
@@ -148,6 +151,7 @@ const EXTRA_WORKLOADS: &[&str] = &[
     "scale_death",
     "scale_freeze",
     "scale_state",
+    "scale_procs",
 ];
 
 /// The number of CPUs online.
@@ -206,6 +210,7 @@ fn run(cfg: &Cfg, w: &str) -> TResult {
         "scale_death" => scale::death(cfg),
         "scale_freeze" => scale::freeze(cfg),
         "scale_state" => scale::state(cfg),
+        "scale_procs" => scale::procs(cfg),
         _ => Err(format!("unknown workload {w}")),
     };
     res.map_err(Into::into)
@@ -217,7 +222,7 @@ fn usage() -> ! {
          \x20                   [--tput-secs S] [--oneway-n N] [--mem-procs N] [--mem-threads N]\n\
          \x20                   [--mem-reps N] [--scale-n N] [--scale-refs-max N] [--scale-buffers-max N]\n\
          \x20                   [--scale-threads-max N] [--scale-death-max N] [--scale-freeze-max N]\n\
-         \x20                   [--scale-state-max N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
+         \x20                   [--scale-state-max N] [--scale-procs-max N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
          workloads: {} (default); {} (only when named)",
         WORKLOADS.join(" "),
         EXTRA_WORKLOADS.join(" ")
@@ -279,6 +284,7 @@ fn main() {
             "--scale-death-max" => cfg.scale_death_max = n().max(1),
             "--scale-freeze-max" => cfg.scale_freeze_max = n().max(1),
             "--scale-state-max" => cfg.scale_state_max = n().max(1),
+            "--scale-procs-max" => cfg.scale_procs_max = n().max(1),
             "--timeout" => cfg.timeout = Duration::from_secs(n() as u64),
             "--pin" => cfg.pin = Some(n()),
             "--tput-secs" => cfg.tput_secs = v.parse().unwrap_or_else(|_| usage()),

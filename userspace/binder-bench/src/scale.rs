@@ -837,3 +837,112 @@ pub fn state(cfg: &Cfg) -> Result<(), String> {
     drop(logs);
     Ok(())
 }
+
+/// A child of scale_procs: take a ref to handle 0 of `path` and register a death notification
+/// with `cookie`, say so on `ready`, then block until the notification comes and say so on
+/// `done` (`d`; `E` on any error), and wait to be killed. Never returns.
+fn holder(path: &str, cookie: u64, ready: i32, done: i32) -> ! {
+    let say = |fd: i32, b: u8| {
+        // SAFETY: a one-byte write to our pipe.
+        unsafe { libc::write(fd, [b].as_ptr() as *const libc::c_void, 1) };
+    };
+    let ok = (|| -> Result<(), String> {
+        let b = Binder::open(path).map_err(|e| format!("open: {e}"))?;
+        let mut wb = WriteBuf::new();
+        wb.enter_looper()
+            .increfs(0)
+            .acquire(0)
+            .request_death(0, cookie);
+        write_cmds(&b, &wb)?;
+        say(ready, b'r');
+        let mut buf = [0u8; 256];
+        loop {
+            let mut bwr = binder_write_read {
+                read_size: buf.len() as u64,
+                read_buffer: buf.as_mut_ptr() as u64,
+                ..Default::default()
+            };
+            b.write_read_raw(&mut bwr)
+                .map_err(|e| format!("read: {e}"))?;
+            for r in ReadIter::new(&buf[..bwr.read_consumed as usize]) {
+                match r {
+                    Return::DeadBinder(ck) if ck == cookie => return Ok(()),
+                    Return::Noop | Return::SpawnLooper => {}
+                    other => return Err(format!("got {}", other.name())),
+                }
+            }
+        }
+    })();
+    say(done, if ok.is_ok() { b'd' } else { b'E' });
+    // Wait to be killed: an exit now (its binder release) would run among the deliveries
+    // to the others and count in their time.
+    loop {
+        // SAFETY: pause() only returns on a signal.
+        unsafe { libc::pause() };
+    }
+}
+
+/// Round trip and death delivery against real processes holding a ref to the server's node:
+/// at each point N (1 ... 1,000) N forked processes each take a ref to the context manager's
+/// node and register a death notification on it, then block in a read; a client times round
+/// trips to the node; then the server is killed and the time runs until every process has
+/// read its BR_DEAD_BINDER (with its own cookie) and said so on a pipe. Unlike scale_death's
+/// binder fds of one process, each notification wakes a process of its own.
+pub fn procs(cfg: &Cfg) -> Result<(), String> {
+    let w = "scale_procs";
+    for n in decades(cfg.scale_procs_max) {
+        let svc = Service::start()?;
+        let path = svc.path();
+        let ready = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
+        let done = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
+        let mut pids = Vec::with_capacity(n);
+        let res = (|| -> Result<(), String> {
+            for i in 0..n {
+                // SAFETY: the child only runs `holder`, which never returns.
+                let pid = unsafe { libc::fork() };
+                if pid < 0 {
+                    return Err(format!("fork: {}", std::io::Error::last_os_error()));
+                }
+                if pid == 0 {
+                    holder(&path, i as u64 + 1, ready.w, done.w);
+                }
+                pids.push(pid);
+            }
+            ready
+                .recv_exact(n, Duration::from_secs(120))
+                .map_err(|e| format!("{n} holders did not come up: {e}"))?;
+            // Let the last ones reach their read.
+            settle();
+            let mut c = Ep::open(&path, CLIENT_MAP)?;
+            let p = rtt_p50(&mut c, 0, cfg.scale_n, cfg.warm.min(cfg.scale_n))?;
+            fig_us(w, "rtt_holders", n, p);
+            drop(c);
+            let t = Instant::now();
+            // SAFETY: our child, not reaped yet.
+            unsafe { libc::kill(svc.pid(), libc::SIGKILL) };
+            let got = done
+                .recv_exact(n, Duration::from_secs(120))
+                .map_err(|e| format!("death notifications to {n} processes: {e}"))?;
+            let us = t.elapsed().as_nanos() as f64 / 1000.0;
+            let bad = got.iter().filter(|&&b| b != b'd').count();
+            if bad > 0 {
+                return Err(format!(
+                    "{bad} of {n} processes did not get their BR_DEAD_BINDER"
+                ));
+            }
+            fig_us(w, "deliver_all", n, us);
+            fig_us(w, "deliver_per", n, us / n as f64);
+            Ok(())
+        })();
+        svc.kill();
+        for &p in &pids {
+            // SAFETY: our children.
+            unsafe {
+                libc::kill(p, libc::SIGKILL);
+                libc::waitpid(p, core::ptr::null_mut(), 0);
+            }
+        }
+        res?;
+    }
+    Ok(())
+}
