@@ -124,6 +124,17 @@ impl Cfg {
             self.mem_threads,
             self.mem_reps
         ));
+        note(&format!(
+            "scaling: scale_n={} max: refs={} buffers={} threads={} death={} procs={} freeze={} state={}",
+            self.scale_n,
+            self.scale_refs_max,
+            self.scale_buffers_max,
+            self.scale_threads_max,
+            self.scale_death_max,
+            self.scale_procs_max,
+            self.scale_freeze_max,
+            self.scale_state_max
+        ));
     }
 }
 

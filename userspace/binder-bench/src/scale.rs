@@ -758,12 +758,60 @@ fn read_all(path: &str, buf: &mut [u8]) -> Result<usize, String> {
     }
 }
 
+/// Round trips of `c` to handle 0 while a thread on `cpu` reads the file at `path` in a loop:
+/// their median and worst (us), and the number of whole reads done meanwhile (at least one).
+fn rtt_while_reading(
+    c: &mut Ep,
+    path: &str,
+    cpu: usize,
+    n: usize,
+) -> Result<(f64, f64, u64), String> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let p = path.to_string();
+    let reader = std::thread::spawn(move || -> Result<u64, String> {
+        crate::pin_to(cpu)?;
+        let mut b = vec![0u8; 65536];
+        let mut reads = 0u64;
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            read_all(&p, &mut b)?;
+            reads += 1;
+        }
+        Ok(reads)
+    });
+    // Let the reader start.
+    std::thread::sleep(Duration::from_millis(20));
+    let mut v = Vec::with_capacity(n);
+    let res = (|| {
+        for _ in 0..n {
+            let t = Instant::now();
+            c.call(0, CODE_PING, 0, &[], &[])?;
+            v.push(t.elapsed().as_nanos() as u64);
+        }
+        Ok::<(), String>(())
+    })();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader
+        .join()
+        .map_err(|_| "state reader panicked".to_string())??;
+    res?;
+    if reads == 0 {
+        return Err("the state reader finished no read during the round trips".into());
+    }
+    v.sort_unstable();
+    Ok((
+        v[v.len() / 2] as f64 / 1000.0,
+        *v.last().unwrap() as f64 / 1000.0,
+        reads,
+    ))
+}
+
 /// Reading binder_logs/state against the nodes and refs it lists, and a round trip while
 /// another thread reads it: at each point N the server owns N nodes and client R holds a
 /// ref to each. Timed: one whole read of state (its size must grow with N), and round trips
-/// of client C to the server while a thread on the other CPU (the same one with a single
-/// CPU) reads state in a loop: their median and their worst (a debug read must not stall
-/// binder traffic).
+/// of client C to the server while a thread reads state in a loop, on the other CPU (the
+/// same one with a single CPU) and then on the client's CPU: their median and their worst
+/// (a debug read must not stall binder traffic).
 pub fn state(cfg: &Cfg) -> Result<(), String> {
     let w = "scale_state";
     let logs = LogsMount::new()?;
@@ -775,7 +823,8 @@ pub fn state(cfg: &Cfg) -> Result<(), String> {
     let mut have = 0usize;
     let mut buf = vec![0u8; 65536];
     let mut last_len = 0usize;
-    let other = (cfg.pin.unwrap_or(0) + 1) % crate::online_cpus();
+    let same = cfg.pin.unwrap_or(0);
+    let other = (same + 1) % crate::online_cpus();
     for n in decades(cfg.scale_state_max) {
         take_nodes(&mut r, have as u64, (n - have) as u64, &mut held)?;
         have = n;
@@ -789,48 +838,15 @@ pub fn state(cfg: &Cfg) -> Result<(), String> {
             ));
         }
         last_len = len;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let st = stop.clone();
-        let p = path.clone();
-        let reader = std::thread::spawn(move || -> Result<u64, String> {
-            crate::pin_to(other)?;
-            let mut b = vec![0u8; 65536];
-            let mut reads = 0u64;
-            while !st.load(std::sync::atomic::Ordering::Relaxed) {
-                read_all(&p, &mut b)?;
-                reads += 1;
-            }
-            Ok(reads)
-        });
-        // Let the reader start.
-        std::thread::sleep(Duration::from_millis(20));
-        let mut v = Vec::with_capacity(cfg.scale_n);
-        let res = (|| {
-            for _ in 0..cfg.scale_n {
-                let t = Instant::now();
-                c.call(0, CODE_PING, 0, &[], &[])?;
-                v.push(t.elapsed().as_nanos() as u64);
-            }
-            Ok::<(), String>(())
-        })();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let reads = reader
-            .join()
-            .map_err(|_| "state reader panicked".to_string())??;
-        res?;
-        if reads == 0 {
-            return Err("the state reader finished no read during the round trips".into());
-        }
-        v.sort_unstable();
-        fig_us(w, "rtt_during_read", n, v[v.len() / 2] as f64 / 1000.0);
-        fig_us(
-            w,
-            "rtt_max_during_read",
-            n,
-            *v.last().unwrap() as f64 / 1000.0,
-        );
+        let (p50, max, reads) = rtt_while_reading(&mut c, &path, other, cfg.scale_n)?;
+        fig_us(w, "rtt_during_read", n, p50);
+        fig_us(w, "rtt_max_during_read", n, max);
+        let (p50, max, reads_same) = rtt_while_reading(&mut c, &path, same, cfg.scale_n)?;
+        fig_us(w, "rtt_same_cpu_read", n, p50);
+        fig_us(w, "rtt_max_same_cpu_read", n, max);
         note(&format!(
-            "{w}@{n}: state {len} bytes, {reads} reads during the round trips"
+            "{w}@{n}: state {len} bytes, {reads} reads during the round trips with the reader on \
+             CPU {other}, {reads_same} on CPU {same}"
         ));
     }
     srv.stop(&mut c)?;
