@@ -191,7 +191,7 @@ pub(crate) fn pin_to(cpu: usize) -> Result<(), String> {
 fn run(cfg: &Cfg, w: &str) -> TResult {
     // Throughput wants every CPU; the memory figures do not care.
     if let Some(cpu) = cfg.pin {
-        if !matches!(w, "tput" | "mem_proc" | "mem_thread") {
+        if !matches!(w, "tput" | "mem_proc" | "mem_thread" | "rtt_load") {
             pin_to(cpu)?;
         }
     }
@@ -214,7 +214,8 @@ fn run(cfg: &Cfg, w: &str) -> TResult {
         "futex_pingpong" => sys::futex_pingpong(cfg),
         "mem_proc" => sys::memory(cfg, false),
         "mem_thread" => sys::memory(cfg, true),
-        "rtt_load" => work::rtt_load(cfg),
+        // Pins its own processes.
+        "rtt_load" => return work::rtt_load(cfg),
         "scale_refs" => scale::refs(cfg),
         "scale_buffers" => scale::buffers(cfg),
         "scale_threads" => scale::threads(cfg),

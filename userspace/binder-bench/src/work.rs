@@ -173,30 +173,39 @@ pub fn rtt_xcpu(cfg: &Cfg) -> harness::TResult {
 }
 
 /// 0 B round trips of a `SCHED_FIFO` client and server (priority 50, the server inherits it
-/// through the fork) while one CPU-bound `SCHED_OTHER` process per CPU runs: the latency a
+/// through the fork) while a CPU-bound `SCHED_OTHER` process runs on every CPU: the latency a
 /// real-time user of binder sees when the rest of the system is busy, which it judges by the
-/// tail and the worst case (`max`), not the median. Every wake-up of the client or the server
-/// preempts a busy process, so the figures include how long the kernel takes to do that
-/// (on PREEMPT_RT, how long the drivers' locks and the code they run in keep it waiting).
-/// Not in the default set (`binder-bench rtt_load`).
-pub fn rtt_load(cfg: &Cfg) -> Result<(), String> {
+/// tail and the worst case (`max`), not the median. The client runs on the `--pin` CPU (0
+/// without one), the server on the next one (skipped with one CPU), so that each CPU's
+/// real-time load stays near half of it, below the kernel's real-time throttling; every
+/// wake-up of the client or the server preempts a busy process, so the figures include how
+/// long the kernel takes to do that (on PREEMPT_RT, how long the drivers' locks and the code
+/// they run in keep it waiting). Not in the default set (`binder-bench rtt_load`).
+pub fn rtt_load(cfg: &Cfg) -> harness::TResult {
+    let cpus = crate::online_cpus();
+    if cpus < 2 {
+        binder_uapi::skip!("rtt_load: one CPU online, no other CPU for the server");
+    }
+    let client = cfg.pin.unwrap_or(0);
+    let server = (client + 1) % cpus;
     let mut hogs = Vec::new();
-    for _ in 0..crate::online_cpus() {
+    for cpu in 0..cpus {
         // SAFETY: fork; the child only spins until it is killed.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             stop_hogs(&hogs);
-            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+            return Err(format!("fork: {}", std::io::Error::last_os_error()).into());
         }
         if pid == 0 {
+            let _ = crate::pin_to(cpu);
             loop {
                 std::hint::spin_loop();
             }
         }
         hogs.push(pid);
     }
-    let res = set_fifo(50).and_then(|()| {
-        let svc = Service::start()?;
+    let res = crate::pin_to(client).and_then(|()| set_fifo(50)).and_then(|()| {
+        let svc = Service::start_on(Some(server))?;
         let mut ep = Ep::open(&svc.path(), CLIENT_MAP)?;
         let s = timed_calls(&mut ep, cfg.rtt_n, cfg.warm, 0, &[], &[], None)?;
         svc.stop(&mut ep)?;
@@ -205,7 +214,7 @@ pub fn rtt_load(cfg: &Cfg) -> Result<(), String> {
     });
     let back = set_other();
     stop_hogs(&hogs);
-    res.and(back)
+    Ok(res.and(back)?)
 }
 
 /// Makes the calling thread `SCHED_FIFO` at `prio`.
