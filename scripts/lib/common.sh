@@ -99,6 +99,21 @@ case "${MRB_RT:-}" in
 '' | 0) RT_SUFFIX="" ;;
 *) echo "MRB_RT (--rt) is 1 or unset, not '$MRB_RT'" >&2 && exit 1 ;;
 esac
+# MRB_KCOV=1 (scripts/build-kernel --kcov): the fuzz kernel of
+# scripts/syzkaller, the 6.12 kernel plus scripts/lib/qemuarm64-kcov.cfg and
+# KCOV in the Rust driver's crate (KCOV_RUSTFLAGS below); build folders end in
+# -kcov.
+case "${MRB_KCOV:-}" in
+1) KCOV_SUFFIX=-kcov ;;
+'' | 0) KCOV_SUFFIX="" ;;
+*) echo "MRB_KCOV (--kcov) is 1 or unset, not '$MRB_KCOV'" >&2 && exit 1 ;;
+esac
+# The flags upstream's scripts/Makefile.kcov gives rustc from 6.14 on
+# (trace-pc edges and comparisons, as KCOV_ENABLE_COMPARISONS does for C),
+# given by kernel_make to rust_binder.o alone through Kbuild's per-object
+# RUSTFLAGS_<object> variable.
+KCOV_RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=3 \
+-Cllvm-args=-sanitizer-coverage-trace-pc -Cllvm-args=-sanitizer-coverage-trace-compares"
 export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 export RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 JOBS=${JOBS:-$(($(nproc) + 1))}
@@ -176,6 +191,10 @@ feature_frags() {
 		esac
 	fi
 	[ -z "$PROFILE_SUFFIX" ] || echo "$top/scripts/lib/qemuarm64-yocto-hotpath.cfg"
+	if [ -n "$KCOV_SUFFIX" ]; then
+		[ "$KVER" = 6.12 ] || die "--kcov (MRB_KCOV) builds the 6.12 kernels only"
+		echo "$top/scripts/lib/qemuarm64-kcov.cfg"
+	fi
 }
 
 # config_stamp FEATURE: the stamp that scripts/build-kernel writes into the
@@ -190,7 +209,7 @@ config_stamp() {
 # compiler (MRB_CC), the rustc (MRB_RUSTC), the preemption model (MRB_RT) and
 # the profile (MRB_PROFILE).
 build_dir() {
-	echo "$MRB_CACHE/build-$KVER-$1$CC_SUFFIX${MRB_RUSTC:+-rustc$MRB_RUSTC}$RT_SUFFIX$PROFILE_SUFFIX"
+	echo "$MRB_CACHE/build-$KVER-$1$CC_SUFFIX${MRB_RUSTC:+-rustc$MRB_RUSTC}$RT_SUFFIX$PROFILE_SUFFIX$KCOV_SUFFIX"
 }
 
 # The driver(s) scripts/check tests by default: both, from one test image
@@ -264,6 +283,9 @@ kernel_make() {
 	if [ "$(cat "$_o/.toolchain" 2>/dev/null)" != "$_tools" ]; then
 		rm -f "$_o"/rust/bindings/bindings_generated*.rs "$_o"/rust/uapi/uapi_generated.rs
 		echo "$_tools" >"$_o/.toolchain"
+	fi
+	if [ -n "$KCOV_SUFFIX" ]; then
+		set -- "RUSTFLAGS_rust_binder.o=$KCOV_RUSTFLAGS" "$@"
 	fi
 	make -s -C "$_tree" O="$_o" -j"$JOBS" RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" "$@" >"$_log" 2>&1
 }
