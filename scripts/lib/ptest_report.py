@@ -48,6 +48,11 @@ SPLAT = re.compile(
     r"double free|stack-protector|VFS: Close: file count is 0|"
     r"rust_binder: cannot clear buffer|rust_binder: freeze notifications of)"
 )
+# The last line of a run: "TOTAL: <packages> FAIL: <failed>" (ptest-runner2's
+# and mrb-ptest-runner's), and the runner's exit status, which the guest's
+# /init prints after ptest-runner2 (a comment line for the parser above).
+TOTAL = re.compile(r"^TOTAL: (\d+) FAIL: (\d+)$")
+EXIT = re.compile(r"^# ptest-runner exit status: (\d+)$")
 KTAP_CASE = re.compile(r"^(?:\[[^\]]*\] )?    (not ok|ok) \d+ (\S+)(.*)$")
 KTAP_SUITE = re.compile(r"^(?:\[[^\]]*\] )?    # Subtest: (\S+)")
 # A multilib build of a ptest package (Yocto's lib32-<pkg>, e.g. the 32-bit
@@ -73,8 +78,10 @@ def parse_ptest(text):
     """Yield (package, name, result, detail) and collect structural problems."""
     tests, problems = [], []
     pkg, seen, stopped, comment = None, 0, False, []
+    begun, errors, total, exit_status = 0, 0, None, None
     for line in text.splitlines():
         if line.startswith("BEGIN: "):
+            begun += 1
             pkg, seen, comment = line[7:].split("/")[3] if line.count("/") > 3 else line[7:], 0, []
         elif line.startswith("END: "):
             if seen == 0:
@@ -82,10 +89,19 @@ def parse_ptest(text):
             pkg = None
         elif line.startswith("TIMEOUT: "):
             problems.append(f"{pkg}: timed out")
-        elif line.startswith("ERROR: Exit status is"):
+            errors += 1
+        elif line.startswith(("ERROR: Exit status is", "ERROR: Exited from signal",
+                              "ERROR: Exited for unknown reason")):
+            # ptest-runner2 reports a run-ptest killed by a signal (its own
+            # SIGKILL after -t seconds without output, or a crash) so.
             problems.append(f"{pkg}: {line}")
+            errors += 1
         elif line.startswith("STOP: ptest-runner"):
             stopped = True
+        elif TOTAL.match(line):
+            total = tuple(int(x) for x in TOTAL.match(line).groups())
+        elif EXIT.match(line):
+            exit_status = int(EXIT.match(line).group(1))
         elif line.startswith("#"):
             comment.append(line)
             del comment[:-5]
@@ -100,6 +116,15 @@ def parse_ptest(text):
                 comment = []
     if not stopped:
         problems.append("ptest-runner never finished (guest crashed or hung)")
+    # The runner's own summary: "TOTAL: <packages> FAIL: <n>", where n counts
+    # each non-zero exit, signal and timeout (a package that timed out counts
+    # twice: killed, and timed out), and its exit status (printed by the
+    # guest's /init after ptest-runner2) is 1 exactly when n > 0.
+    if stopped and total is not None and total != (begun, errors):
+        problems.append(f"the runner's summary 'TOTAL: {total[0]} FAIL: {total[1]}' does not match "
+                        f"its log ({begun} packages, {errors} failed exits or timeouts)")
+    if exit_status is not None and stopped and exit_status != (1 if errors else 0):
+        problems.append(f"ptest-runner exited with status {exit_status} after {errors} failed exits or timeouts")
     return tests, problems
 
 
