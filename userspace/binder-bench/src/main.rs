@@ -56,6 +56,14 @@ pub struct Cfg {
     pub scale_state_max: usize,
     /// The largest point of scale_procs (processes with a ref and a death notification).
     pub scale_procs_max: usize,
+    /// Operations of an ops_* workload (the count option of `scripts/insn-profile`).
+    pub ops_n: usize,
+    /// Binder fds opened by ops_ref and ops_death (at least ops_n).
+    pub ops_fds: usize,
+    /// Live buffers in the server's area in ops_rtt_buffers.
+    pub ops_buffers: usize,
+    /// Print the kernel allocations of the ops_* workloads (tracefs kmem events).
+    pub alloc_trace: bool,
     /// Per-workload timeout.
     pub timeout: Duration,
     /// Run the latency workloads (both ends) on this one CPU.
@@ -87,6 +95,10 @@ impl Cfg {
             scale_freeze_max: 10_000,
             scale_state_max: 10_000,
             scale_procs_max: 1000,
+            ops_n: 1000,
+            ops_fds: 6000,
+            ops_buffers: 10,
+            alloc_trace: false,
             timeout: Duration::from_secs(600),
             pin: None,
             bail_on_hang: false,
@@ -163,6 +175,10 @@ const EXTRA_WORKLOADS: &[&str] = &[
     "scale_freeze",
     "scale_state",
     "scale_procs",
+    "ops_node_ref",
+    "ops_ref",
+    "ops_death",
+    "ops_rtt_buffers",
 ];
 
 /// The number of CPUs online.
@@ -223,6 +239,10 @@ fn run(cfg: &Cfg, w: &str) -> TResult {
         "scale_freeze" => scale::freeze(cfg),
         "scale_state" => scale::state(cfg),
         "scale_procs" => scale::procs(cfg),
+        "ops_node_ref" => scale::ops_node_ref(cfg),
+        "ops_ref" => scale::ops_ref(cfg, false),
+        "ops_death" => scale::ops_ref(cfg, true),
+        "ops_rtt_buffers" => scale::ops_rtt_buffers(cfg),
         _ => Err(format!("unknown workload {w}")),
     };
     res.map_err(Into::into)
@@ -234,7 +254,8 @@ fn usage() -> ! {
          \x20                   [--tput-secs S] [--oneway-n N] [--mem-procs N] [--mem-threads N]\n\
          \x20                   [--mem-reps N] [--scale-n N] [--scale-refs-max N] [--scale-buffers-max N]\n\
          \x20                   [--scale-threads-max N] [--scale-death-max N] [--scale-freeze-max N]\n\
-         \x20                   [--scale-state-max N] [--scale-procs-max N] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
+         \x20                   [--scale-state-max N] [--scale-procs-max N]\n\
+         \x20                   [--ops-n N] [--ops-fds N] [--ops-buffers N] [--alloc-trace] [--timeout SECS] [--pin CPU] [--bail-on-hang] [--profile] [WORKLOAD...]\n\
          workloads: {} (default); {} (only when named)",
         WORKLOADS.join(" "),
         EXTRA_WORKLOADS.join(" ")
@@ -261,6 +282,7 @@ fn main() {
             "-h" | "--help" => usage(),
             "--bail-on-hang" => cfg.bail_on_hang = true,
             "--profile" => profiling = true,
+            "--alloc-trace" => cfg.alloc_trace = true,
             "--scale" => {
                 scale = Some(
                     args.next()
@@ -297,6 +319,9 @@ fn main() {
             "--scale-freeze-max" => cfg.scale_freeze_max = n().max(1),
             "--scale-state-max" => cfg.scale_state_max = n().max(1),
             "--scale-procs-max" => cfg.scale_procs_max = n().max(1),
+            "--ops-n" => cfg.ops_n = n().max(1),
+            "--ops-fds" => cfg.ops_fds = n(),
+            "--ops-buffers" => cfg.ops_buffers = n(),
             "--timeout" => cfg.timeout = Duration::from_secs(n() as u64),
             "--pin" => cfg.pin = Some(n()),
             "--tput-secs" => cfg.tput_secs = v.parse().unwrap_or_else(|_| usage()),

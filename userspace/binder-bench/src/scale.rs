@@ -962,3 +962,305 @@ pub fn procs(cfg: &Cfg) -> Result<(), String> {
     }
     Ok(())
 }
+
+// The per-operation workloads of `scripts/insn-profile` (count option `--ops-n`): each
+// repeats one operation `ops_n` times after a set-up that does not depend on `ops_n`, in a
+// process that keeps what it made until the guest powers off (see `kept`), so that the
+// difference of two runs is the operation alone. With `--alloc-trace` each also prints the
+// kernel allocations of its operations (see `AllocTrace`).
+
+/// Run `f` in a process of a session of its own that stays, holding what `f` returns (its
+/// binder fds, its server's process), until the guest powers off: the harness kills the
+/// workload's process group at its end, and the release of `ops_n` refs or nodes would
+/// count in the difference of two runs.
+fn kept<F: FnOnce() -> Result<Box<dyn std::any::Any>, String>>(f: F) -> Result<(), String> {
+    let done = Pipe::new().map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY: the workload's process is single-threaded; the child runs `f` and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: plain syscalls in the child.
+        unsafe { libc::setsid() };
+        let ok = match f() {
+            Ok(keep) => {
+                std::mem::forget(keep);
+                0
+            }
+            Err(e) => {
+                note(&format!("kept: {e}"));
+                1
+            }
+        };
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        let _ = done.send_u64(ok);
+        // SAFETY: stdio to /dev/null, so that no reader waits for this process.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+        }
+        loop {
+            // SAFETY: pause() only returns on a signal.
+            unsafe { libc::pause() };
+        }
+    }
+    match done.recv_u64_within(Duration::from_secs(3000))? {
+        0 => Ok(()),
+        _ => Err("the kept process failed (its note above)".into()),
+    }
+}
+
+/// The mean time of one of the `n` operations since `t0`, the figure of an ops_* workload.
+fn op_fig(w: &str, t0: Instant, n: usize) {
+    let us = t0.elapsed().as_nanos() as f64 / 1000.0 / n.max(1) as f64;
+    figure(w, "per_op", "us", Better::Lower, us);
+}
+
+/// New node + ref pairs: the server sends `ops_n` nodes of its own (in replies of 1,000), a
+/// client takes a ref to each (BC_INCREFS + BC_ACQUIRE).
+pub fn ops_node_ref(cfg: &Cfg) -> Result<(), String> {
+    let (n, trace) = (cfg.ops_n, cfg.alloc_trace);
+    kept(move || {
+        let srv = ScaleServer::start()?;
+        let mut r = Ep::open(&srv.path(), CLIENT_MAP)?;
+        let mut held = HashSet::new();
+        let t = AllocTrace::start(trace)?;
+        let t0 = Instant::now();
+        take_nodes(&mut r, 0, n as u64, &mut held)?;
+        op_fig("ops_node_ref", t0, n);
+        t.report("ops_node_ref", "node + ref", n)?;
+        Ok(Box::new((srv, r)))
+    })
+}
+
+/// `--ops-fds` binder fds of this process (each a process to the driver) with a looper; of
+/// those, `ops_n` take a ref to the context manager's node (`deaths` false), or all take a
+/// ref and `ops_n` register a death notification on it (`deaths` true).
+pub fn ops_ref(cfg: &Cfg, deaths: bool) -> Result<(), String> {
+    let f = cfg.ops_fds.max(cfg.ops_n);
+    let (n, trace) = (cfg.ops_n, cfg.alloc_trace);
+    raise_nofile(f)?;
+    kept(move || {
+        let svc = Service::start()?;
+        let path = svc.path();
+        let mut bs = Vec::with_capacity(f);
+        for _ in 0..f {
+            let b = Binder::open(&path).map_err(|e| format!("open {path}: {e}"))?;
+            let mut wb = WriteBuf::new();
+            wb.enter_looper();
+            write_cmds(&b, &wb)?;
+            bs.push(b);
+        }
+        let t = AllocTrace::start(trace && !deaths)?;
+        let t0 = Instant::now();
+        for b in &bs[..if deaths { f } else { n }] {
+            let mut wb = WriteBuf::new();
+            wb.increfs(0).acquire(0);
+            write_cmds(b, &wb)?;
+        }
+        if !deaths {
+            op_fig("ops_ref", t0, n);
+        }
+        t.report("ops_ref", "ref", n)?;
+        let t = AllocTrace::start(trace && deaths)?;
+        let t0 = Instant::now();
+        for (i, b) in bs[..if deaths { n } else { 0 }].iter().enumerate() {
+            let mut wb = WriteBuf::new();
+            wb.request_death(0, i as u64 + 1);
+            write_cmds(b, &wb)?;
+        }
+        if deaths {
+            op_fig("ops_death", t0, n);
+        }
+        t.report("ops_death", "death notification", n)?;
+        Ok(Box::new((svc, bs)))
+    })
+}
+
+/// Round trips 0 B (`ops_n`) with `--ops-buffers` live buffers in the server's area, of
+/// mixed sizes with a free hole between each two, as scale_buffers makes them.
+pub fn ops_rtt_buffers(cfg: &Cfg) -> Result<(), String> {
+    let (n, b, trace) = (cfg.ops_n, cfg.ops_buffers, cfg.alloc_trace);
+    kept(move || {
+        let srv = ScaleServer::start()?;
+        let mut c = Ep::open(&srv.path(), CLIENT_MAP)?;
+        let big = [0x5au8; 256];
+        let t = AllocTrace::start(trace)?;
+        for i in 0..b {
+            c.call(0, CODE_HOLD, 0, &big[..SIZES[i % SIZES.len()]], &[])?;
+            let s = SIZES[(i + 3) % SIZES.len()];
+            c.call(0, CODE_HOLD_TMP, 0, &big[..s], &[])?;
+        }
+        c.call(0, CODE_FREE_TMP, 0, &[], &[])?;
+        t.report("ops_rtt_buffers", "live buffer + hole", b)?;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            c.call(0, CODE_PING, 0, &[], &[])?;
+        }
+        op_fig("ops_rtt_buffers", t0, n);
+        Ok(Box::new((srv, c)))
+    })
+}
+
+const TRACING: &str = "/sys/kernel/tracing";
+
+/// The kernel's slab allocations across a stretch of a workload (tracefs: kmem:kmalloc,
+/// kmem:kmem_cache_alloc and their frees, each with its kernel stack): those still live at
+/// the end and those freed within it, per operation, by size and by the first two binder
+/// functions on the stack.
+struct AllocTrace(bool);
+
+/// One kmem event of the trace.
+struct KmemEvent {
+    /// `kmalloc`, `kmem_cache_alloc`, `kfree` or `kmem_cache_free`.
+    kind: String,
+    /// The object's address (hashed, the same for the same object).
+    ptr: String,
+    /// `bytes_req`: the size asked for.
+    asked: usize,
+    /// `bytes_alloc`: the size of the slab object.
+    size: usize,
+    /// The kernel functions on the stack, innermost first.
+    stack: Vec<String>,
+}
+
+impl KmemEvent {
+    fn is_free(&self) -> bool {
+        self.kind.ends_with("free")
+    }
+
+    /// What the allocations are summed by: kind, sizes and the first two binder functions.
+    fn key(&self) -> String {
+        let fns: Vec<&str> = self
+            .stack
+            .iter()
+            .filter(|f| f.contains("binder"))
+            .take(2)
+            .map(|s| s.as_str())
+            .collect();
+        let fns = if fns.is_empty() {
+            "(no binder function)".to_string()
+        } else {
+            fns.join(" < ")
+        };
+        format!("{} {} B (asked {}) {fns}", self.kind, self.size, self.asked)
+    }
+}
+
+/// The kmem events of the text of tracefs's `trace`, and the number of lost-event marks.
+fn kmem_events(text: &str) -> (Vec<KmemEvent>, usize) {
+    const KINDS: [&str; 4] = ["kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free"];
+    let mut events: Vec<KmemEvent> = Vec::new();
+    let mut lost = 0;
+    for l in text.lines() {
+        if let Some(f) = l.trim_start().strip_prefix("=> ") {
+            if let Some(e) = events.last_mut() {
+                e.stack.push(f.split('+').next().unwrap_or(f).to_string());
+            }
+            continue;
+        }
+        if l.contains("LOST") {
+            lost += 1;
+        }
+        let Some((at, kind)) = KINDS
+            .iter()
+            .find_map(|k| l.find(&format!(" {k}: ")).map(|i| (i + k.len() + 3, *k)))
+        else {
+            continue;
+        };
+        let field = |k: &str| {
+            l[at..]
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix(k))
+                .unwrap_or("")
+                .to_string()
+        };
+        let num = |k: &str| field(k).parse::<usize>().unwrap_or(0);
+        events.push(KmemEvent {
+            kind: kind.to_string(),
+            ptr: field("ptr="),
+            asked: num("bytes_req="),
+            size: num("bytes_alloc="),
+            stack: Vec::new(),
+        });
+    }
+    (events, lost)
+}
+
+fn tracefs(file: &str, v: &str) -> Result<(), String> {
+    std::fs::write(format!("{TRACING}/{file}"), v).map_err(|e| format!("{TRACING}/{file}: {e}"))
+}
+
+impl AllocTrace {
+    fn start(on: bool) -> Result<AllocTrace, String> {
+        if on {
+            tracefs("tracing_on", "0")?;
+            tracefs("buffer_size_kb", "32768")?;
+            tracefs("trace", "")?;
+            tracefs("options/stacktrace", "1")?;
+            tracefs(
+                "set_event",
+                "kmem:kmalloc kmem:kmem_cache_alloc kmem:kfree kmem:kmem_cache_free",
+            )?;
+            tracefs("tracing_on", "1")?;
+        }
+        Ok(AllocTrace(on))
+    }
+
+    /// Stop tracing and print, per one of the `n` objects (`what`), the allocations still live
+    /// and those freed again, of each key with at least half as many as objects.
+    fn report(self, w: &str, what: &str, n: usize) -> Result<(), String> {
+        if !self.0 {
+            return Ok(());
+        }
+        tracefs("tracing_on", "0")?;
+        let text = std::fs::read_to_string(format!("{TRACING}/trace"))
+            .map_err(|e| format!("{TRACING}/trace: {e}"))?;
+        tracefs("set_event", "")?;
+        tracefs("options/stacktrace", "0")?;
+        let (events, lost) = kmem_events(&text);
+        // The key of each live allocation by address; per key, how many stayed and how many
+        // were freed again (kept: true / false), and the object size.
+        let mut live: std::collections::HashMap<&str, String> = Default::default();
+        let mut sums: std::collections::BTreeMap<(String, bool), (usize, usize)> =
+            Default::default();
+        for e in &events {
+            if e.is_free() {
+                if let Some(k) = live.remove(e.ptr.as_str()) {
+                    if let Some(s) = sums.get_mut(&(k.clone(), true)) {
+                        s.0 -= 1;
+                    }
+                    sums.entry((k, false)).or_default().0 += 1;
+                }
+            } else {
+                let k = e.key();
+                live.insert(&e.ptr, k.clone());
+                let s = sums.entry((k.clone(), true)).or_default();
+                s.0 += 1;
+                s.1 = e.size;
+                sums.entry((k, false)).or_default().1 = e.size;
+            }
+        }
+        let per = n.max(1) as f64;
+        let mut kept_bytes = 0.0;
+        for ((k, kept), (count, size)) in &sums {
+            if *count as f64 >= per / 2.0 {
+                let c = *count as f64 / per;
+                if *kept {
+                    kept_bytes += c * *size as f64;
+                }
+                let how = if *kept { "kept" } else { "freed" };
+                note(&format!("alloc {w}: per {what}: {how} {c:.2} x {k}"));
+            }
+        }
+        note(&format!(
+            "alloc {w}: per {what}: {kept_bytes:.0} B kept in slab objects ({} events over {n}, \
+             {lost} lost-event marks)",
+            events.len()
+        ));
+        Ok(())
+    }
+}
