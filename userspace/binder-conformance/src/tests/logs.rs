@@ -523,13 +523,20 @@ fn failed_transactions_leak_nothing(c: &Ctx) -> TResult {
     Ok(())
 }
 
-/// Nodes of the server in `reader_does_not_stall_round_trips`.
+/// Nodes of the server in `reader_does_not_stall_round_trips`, to begin with...
 const STALL_NODES: u64 = 2000;
+/// ... and at most, when a print of 2000 is short next to a round trip.
+const STALL_MAX_NODES: u64 = 8000;
 /// Nodes per reply that creates them.
 const STALL_BATCH: u64 = 250;
 const CODE_MAKE_NODES: u32 = 0x31;
-/// Prints of the server's `proc/<pid>` (at most; the run is also bounded in time).
-const STALL_PASSES: u64 = 4;
+/// Prints of the server's `proc/<pid>`: at least (if the time allows) ...
+const STALL_PASSES: usize = 4;
+/// ... and at most, printing on until the prints have room for STALL_ROOM round trips each.
+const STALL_MAX_PASSES: usize = 16;
+/// Round trips (with their pauses) that a print of `proc/<pid>` should have room for: the
+/// server gets more nodes until a print measured alone has.
+const STALL_ROOM: f64 = 6.0;
 /// Round trips that must begin and end inside the prints of `proc/<pid>`, per print.
 const STALL_INSIDE: usize = 2;
 /// A pause after each round trip: the client keeps the server's lock busy a fraction of the
@@ -596,18 +603,23 @@ struct Prints {
 /// process's inner lock between the nodes it prints, so that the process's binder operations
 /// go on while it prints; a print that holds the lock across all of them makes every operation
 /// wait for the whole walk. The server owns STALL_NODES nodes (a holder process keeps
-/// references to them); another process prints the server's `proc/<pid>` up to STALL_PASSES
-/// times (one byte read from offset 0 of a file already read whole: one walk each, nothing
-/// copied out), then, time permitting, `state` once, taking the time around each read();
-/// meanwhile a client makes empty round trips to the server (STALL_PAUSE apart), taking the
-/// time around each. Asserted: at least STALL_INSIDE round trips per print begin and end
-/// inside a print of `proc/<pid>`. Through a lock held for the walk none can (a round trip
-/// needs the server's lock several times, the print has it from its start to its end), bar
-/// the host stopping the reader's vCPU between the read()'s start and the lock. `state` is
-/// only reported: its other processes leave room for round trips in any driver. The reader
-/// runs on one CPU, client and server on another (with 2 CPUs and no kernel preemption, a
-/// reader on their CPU would stop them in any driver). Skipped if the prints have room for
-/// fewer than STALL_INSIDE + 2 round trips each.
+/// references to them), more (up to STALL_MAX_NODES) if a print of its `proc/<pid>`, timed
+/// alone, has room for fewer than STALL_ROOM round trips: how long a print takes next to a
+/// round trip depends on the kernel's build and the host. Another process prints the
+/// server's `proc/<pid>` STALL_PASSES times, and on (up to STALL_MAX_PASSES) until the prints
+/// have room for STALL_ROOM round trips each (one byte read from offset 0 of a file already
+/// read whole: one walk each, nothing copied out), then, time permitting, `state` once,
+/// taking the time around each read(); meanwhile a client makes empty round trips to the
+/// server (STALL_PAUSE apart), taking the time around each. Asserted: at least STALL_INSIDE
+/// round trips per print begin and end inside a print of `proc/<pid>`. Through a lock held
+/// for the walk none can (a round trip needs the server's lock several times, the print has
+/// it from its start to its end), bar the host stopping the reader's vCPU between the
+/// read()'s start and the lock. `state` is only reported: its other processes leave room for
+/// round trips in any driver. The reader runs on one CPU, client and server on another (with
+/// 2 CPUs and no kernel preemption, a reader on their CPU would stop them in any driver).
+/// Skipped if the prints, for all that, have room for fewer than STALL_INSIDE + 2 round trips
+/// each. On kernels without debug options a print of 2000 nodes has room for 3 to 4.5 round
+/// trips (the server gets 3500 to 5000); on the debug kernels, for 8 to 12.
 ///
 /// Why this and not a bound on the time of a round trip: under TCG on a busy host, C's
 /// print (which takes the server's lock once per node) stalls round trips too, whenever the
@@ -645,21 +657,30 @@ fn reader_does_not_stall_round_trips(c: &Ctx) -> TResult {
         }
         Ok(Step::Reply(p))
     })?;
-    // The holder keeps the replies, and with them a reference to every node.
+    // The holder keeps the replies, and with them a reference to every node. It makes
+    // STALL_NODES, says how many it has made, and makes more when asked for a larger number.
     let made = Pipe::new()?;
+    let more = Pipe::new()?;
     let dev_h = dev.clone();
     let holder = fork_proc(|| {
         let b = Binder::open_mapped(&dev_h)?;
-        for i in 0..STALL_NODES / STALL_BATCH {
-            let mut p = Payload::new();
-            p.u64(0x10_0000 + i * STALL_BATCH * 0x10);
-            b.call_nofree(0, CODE_MAKE_NODES, &p)?;
+        let (mut n, mut want) = (0, STALL_NODES);
+        loop {
+            while n < want {
+                let mut p = Payload::new();
+                p.u64(0x10_0000 + n * 0x10);
+                b.call_nofree(0, CODE_MAKE_NODES, &p)?;
+                n += STALL_BATCH;
+            }
+            made.send_u64(n)?;
+            match more.recv_u64_within(Duration::from_secs(120)) {
+                Ok(w) if w > n => want = w,
+                _ => return Ok(()),
+            }
         }
-        made.send_u64(1)?;
-        harness::sleep_ms(120_000);
-        Ok(())
     })?;
-    made.recv_u64_within(c.timeout / 3)
+    let mut nodes = made
+        .recv_u64_within(c.timeout / 3)
         .map_err(|e| format!("creating {STALL_NODES} nodes: {e}"))?;
     let setup = t_start.elapsed();
     pin(srv.pid, cpu_calls)?;
@@ -676,12 +697,52 @@ fn reader_does_not_stall_round_trips(c: &Ctx) -> TResult {
     }
     idle.sort();
     let idle = idle[idle.len() / 2] + STALL_PAUSE;
+    // A print of proc/<pid> with nobody else busy, the median of three (read whole once
+    // first: see the reader); the server gets more nodes if it is short next to a round trip.
+    let proc_file = format!("{}/proc/{}", l.dir, srv.pid);
+    let print_alone = || -> Result<Duration, String> {
+        use std::io::{Read, Seek};
+        let mut h = std::fs::File::open(&proc_file).map_err(|e| format!("{proc_file}: {e}"))?;
+        h.read_to_end(&mut Vec::new())
+            .map_err(|e| format!("{proc_file}: {e}"))?;
+        let mut t = Vec::new();
+        for _ in 0..3 {
+            h.rewind().map_err(|e| format!("{proc_file}: {e}"))?;
+            let a = std::time::Instant::now();
+            h.read(&mut [0u8; 1])
+                .map_err(|e| format!("{proc_file}: {e}"))?;
+            t.push(a.elapsed());
+        }
+        t.sort();
+        Ok(t[1])
+    };
+    let mut alone = print_alone()?;
+    let mut scaled = String::new();
+    let room = alone.as_secs_f64() / idle.as_secs_f64();
+    if room < STALL_ROOM {
+        // The time of a print grows with the nodes it prints: ask for enough (and a quarter
+        // more) to have room for STALL_ROOM round trips.
+        let want = (nodes as f64 * STALL_ROOM * 1.25 / room) as u64;
+        let want = want.div_ceil(STALL_BATCH) * STALL_BATCH;
+        let want = want.min(STALL_MAX_NODES);
+        if want > nodes {
+            more.send_u64(want)?;
+            nodes = made
+                .recv_u64_within(c.timeout / 3)
+                .map_err(|e| format!("creating {want} nodes: {e}"))?;
+            let before = alone;
+            alone = print_alone()?;
+            scaled = format!(
+                "; a print of those had room for {room:.1} round trips: {:.1} ms",
+                before.as_secs_f64() * 1000.0
+            );
+        }
+    }
     // The reader: per file, the number of prints, then (begin, end) of each; 0 at the end.
     let rep = Pipe::new()?;
-    let files = [
-        format!("{}/proc/{}", l.dir, srv.pid),
-        format!("{}/state", l.dir),
-    ];
+    let files = [proc_file.clone(), format!("{}/state", l.dir)];
+    // The prints of proc/<pid> go on until they have this much room for round trips.
+    let room_for = idle.mul_f64(STALL_ROOM);
     // Prints begin only in the first fifth of the test's time: in C a print of the server
     // takes up to 3 s on a busy host (its lock once per node), and the test ends in time.
     let budget = c.timeout / 5;
@@ -701,10 +762,14 @@ fn reader_does_not_stall_round_trips(c: &Ctx) -> TResult {
         let t0 = std::time::Instant::now();
         let mut byte = [0u8; 1];
         for (i, (h, f)) in open.iter_mut().zip(&files).enumerate() {
-            let passes = if i == 0 { STALL_PASSES } else { 1 };
-            let mut v = Vec::new();
+            let passes = if i == 0 { STALL_MAX_PASSES } else { 1 };
+            let mut v: Vec<(u64, u64)> = Vec::new();
             for _ in 0..passes {
                 if (i > 0 || !v.is_empty()) && t0.elapsed() > budget {
+                    break;
+                }
+                let took = Duration::from_nanos(v.iter().map(|(a, b)| b - a).sum());
+                if v.len() >= STALL_PASSES && took >= room_for * v.len() as u32 {
                     break;
                 }
                 h.rewind().map_err(|e| format!("{f}: {e}"))?;
@@ -752,9 +817,11 @@ fn reader_does_not_stall_round_trips(c: &Ctx) -> TResult {
     reader.join()?;
     holder.kill();
     let mut what = format!(
-        "{STALL_NODES} nodes (set up in {} ms); round trip and pause idle {:.1} ms (median); {} \
-         round trips on cpu {cpu_calls} (longest {:.1} ms), the reader on cpu {cpu_reader}",
+        "{nodes} nodes ({STALL_NODES} set up in {} ms{scaled}), a print of proc/<pid> alone \
+         {:.1} ms; round trip and pause idle {:.1} ms (median); {} round trips on cpu \
+         {cpu_calls} (longest {:.1} ms), the reader on cpu {cpu_reader}",
         setup.as_millis(),
+        alone.as_secs_f64() * 1000.0,
         idle.as_secs_f64() * 1000.0,
         rtt.len(),
         rtt.iter().map(|(a, b)| b - a).max().unwrap_or(0) as f64 / 1e6
