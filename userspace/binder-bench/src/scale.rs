@@ -702,45 +702,19 @@ pub fn freeze(cfg: &Cfg) -> Result<(), String> {
 }
 
 /// A private binderfs mount with `stats=global` (for binder_logs), unmounted on drop.
-struct LogsMount(String);
+struct LogsMount(binderfs::Mount);
 
 impl LogsMount {
     fn new() -> Result<LogsMount, String> {
         let dir = format!("/tmp/bench-logs.{}", std::process::id());
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {dir}: {e}"))?;
-        let src = std::ffi::CString::new("binder").unwrap();
-        let tgt = std::ffi::CString::new(dir.clone()).unwrap();
-        let opts = std::ffi::CString::new("stats=global").unwrap();
-        // SAFETY: valid C strings.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                tgt.as_ptr(),
-                src.as_ptr(),
-                0,
-                opts.as_ptr() as *const libc::c_void,
-            )
-        };
-        if r != 0 {
-            return Err(format!(
-                "mount binderfs stats=global on {dir}: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(LogsMount(dir))
+        let m = binderfs::Mount::new(&dir, "stats=global")
+            .map_err(|e| format!("mount binderfs stats=global on {dir}: {e}"))?;
+        Ok(LogsMount(m))
     }
 
     fn state(&self) -> String {
-        format!("{}/binder_logs/state", self.0)
-    }
-}
-
-impl Drop for LogsMount {
-    fn drop(&mut self) {
-        let tgt = std::ffi::CString::new(self.0.clone()).unwrap();
-        // SAFETY: a valid C string.
-        unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
-        let _ = std::fs::remove_dir(&self.0);
+        format!("{}/binder_logs/state", self.0.dir)
     }
 }
 

@@ -136,8 +136,8 @@ pub struct Fs {
     pub mnt: String,
     /// Directory with `state` and `stats`, if any.
     pub logs: Option<String>,
-    /// Private mount to undo at the end.
-    private: Option<String>,
+    /// Private mount, held to be undone when the `Fs` is dropped.
+    _private: Option<binderfs::Mount>,
 }
 
 impl Fs {
@@ -148,34 +148,21 @@ impl Fs {
             return Fs {
                 mnt,
                 logs: Some(logs),
-                private: None,
+                _private: None,
             };
         }
         // A private instance with stats=global gives binder_logs.
         let dir = format!("/tmp/binder-fuzz-fs.{}", std::process::id());
         let _ = std::fs::create_dir_all(&dir);
-        let src = CString::new("binder").unwrap();
-        let tgt = CString::new(dir.clone()).unwrap();
-        let opts = CString::new("stats=global").unwrap();
-        // SAFETY: valid C strings.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                tgt.as_ptr(),
-                src.as_ptr(),
-                0,
-                opts.as_ptr() as *const libc::c_void,
-            )
-        };
-        if r == 0 && std::path::Path::new(&format!("{dir}/binder_logs/state")).exists() {
-            return Fs {
-                mnt: dir.clone(),
-                logs: Some(format!("{dir}/binder_logs")),
-                private: Some(dir),
-            };
-        }
-        if r == 0 {
-            Fs::umount(&dir);
+        if let Ok(m) = binderfs::Mount::new(&dir, "stats=global") {
+            if std::path::Path::new(&format!("{dir}/binder_logs/state")).exists() {
+                return Fs {
+                    mnt: dir.clone(),
+                    logs: Some(format!("{dir}/binder_logs")),
+                    _private: Some(m),
+                };
+            }
+            // Dropping `m` unmounts the instance and removes the directory.
         }
         let dbg = "/sys/kernel/debug/binder";
         let logs = if std::path::Path::new(&format!("{dbg}/state")).exists() {
@@ -186,15 +173,8 @@ impl Fs {
         Fs {
             mnt,
             logs,
-            private: None,
+            _private: None,
         }
-    }
-
-    fn umount(dir: &str) {
-        let tgt = CString::new(dir).unwrap();
-        // SAFETY: valid C string.
-        unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
-        let _ = std::fs::remove_dir(dir);
     }
 
     pub fn snapshot(&self) -> Option<Snapshot> {
@@ -228,14 +208,6 @@ pub fn snapshot_at(dir: &str) -> Option<Snapshot> {
         s.dead_node_leaks = bad;
     }
     Some(s)
-}
-
-impl Drop for Fs {
-    fn drop(&mut self) {
-        if let Some(d) = self.private.take() {
-            Fs::umount(&d);
-        }
-    }
 }
 
 /// Object counts the driver reports.
