@@ -1740,19 +1740,9 @@ struct OfferShared {
 /// on a forgotten node are never released with its owner (a leak of both processes).
 fn offer_vs_last_ref_release(c: &Ctx) -> TResult {
     use std::sync::atomic::Ordering::SeqCst;
-    // SAFETY: anonymous shared mapping, page-sized; zero bytes are valid atomics.
-    let m = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    ensure!(m != libc::MAP_FAILED, "mmap of a shared page failed");
-    // SAFETY: mapped just above and never unmapped in this test (the page outlives it).
+    let m = harness::map_shared(4096).map_err(|_| "mmap of a shared page failed")?;
+    // SAFETY: mapped just above, page-sized and never unmapped in this test (the page
+    // outlives it); zero bytes are valid atomics.
     let sh: &'static OfferShared = unsafe { &*(m as *const OfferShared) };
     let dev = c.dev.clone();
     // The client is the context manager before the owner sends it anything.

@@ -1,6 +1,7 @@
 //! Process-shared counters, counted ioctls, binderfs mounting and the driver's
 //! bookkeeping (binder_logs state/stats) and /proc/meminfo snapshots.
 
+use binder_uapi::harness::map_shared;
 use binder_uapi::*;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -26,23 +27,11 @@ pub fn shared_init() -> &'static Shared {
         // SAFETY: set below from a never-unmapped mapping.
         return unsafe { &*p };
     }
-    // SAFETY: anonymous shared mapping; zero bytes are valid atomics.
-    let m = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
+    let Ok(m) = map_shared(4096) else {
+        panic!("mmap of the shared counter page failed");
     };
-    assert!(
-        m != libc::MAP_FAILED,
-        "mmap of the shared counter page failed"
-    );
     SHARED.store(m as *mut Shared, Ordering::Relaxed);
-    // SAFETY: just mapped, page-sized, never unmapped.
+    // SAFETY: just mapped, page-sized and never unmapped; zero bytes are valid atomics.
     unsafe { &*(m as *const Shared) }
 }
 
