@@ -3,7 +3,7 @@
 //! of a few points over up to five decades; a figure is `<quantity>@<N>` of a workload
 //! `scale_*`, so that `scripts/plot-scaling` can draw it against N. Run only when named.
 
-use crate::ep::{Ep, CODE_PING, CODE_STOP};
+use crate::ep::{ack_or_drop, Ep, CODE_PING, CODE_STOP};
 use crate::report::{figure, note, Better};
 use crate::sys::{meminfo, settle};
 use crate::work::{new_device, Service, CLIENT_MAP, FAILED_REPLY, SERVER_MAP};
@@ -229,20 +229,11 @@ fn scale_serve(ep: &mut Ep, mark: &Pipe) -> Result<(), String> {
                         stop = true;
                     }
                 }
-                Return::Noop
-                | Return::TransactionComplete
-                | Return::SpawnLooper
-                | Return::Release(_)
-                | Return::Decrefs(_) => {}
-                Return::Increfs(pc) => {
-                    out.extend_from_slice(&BC_INCREFS_DONE.to_ne_bytes());
-                    out.extend_from_slice(bytes_of(&pc));
+                other => {
+                    if let Some(other) = ack_or_drop(other, out) {
+                        err = Some(format!("scale server: got {}", other.name()));
+                    }
                 }
-                Return::Acquire(pc) => {
-                    out.extend_from_slice(&BC_ACQUIRE_DONE.to_ne_bytes());
-                    out.extend_from_slice(bytes_of(&pc));
-                }
-                other => err = Some(format!("scale server: got {}", other.name())),
             }
         }
         if let Some(e) = err {
