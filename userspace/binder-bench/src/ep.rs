@@ -172,10 +172,6 @@ impl Ep {
             let Ep { rbuf, out, .. } = self;
             for r in ReadIter::new(&rbuf[..n]) {
                 match r {
-                    Return::Noop
-                    | Return::SpawnLooper
-                    | Return::Release(_)
-                    | Return::Decrefs(_) => {}
                     Return::TransactionComplete => {
                         if oneway {
                             done = true;
@@ -196,15 +192,11 @@ impl Ep {
                         }
                         done = true;
                     }
-                    Return::Increfs(pc) => {
-                        out.extend_from_slice(&BC_INCREFS_DONE.to_ne_bytes());
-                        out.extend_from_slice(bytes_of(&pc));
+                    other => {
+                        if let Some(other) = ack_or_drop(other, out) {
+                            err = Some(format!("call: got {}", status_name(&other)));
+                        }
                     }
-                    Return::Acquire(pc) => {
-                        out.extend_from_slice(&BC_ACQUIRE_DONE.to_ne_bytes());
-                        out.extend_from_slice(bytes_of(&pc));
-                    }
-                    other => err = Some(format!("call: got {}", status_name(&other))),
                 }
             }
             if let Some(e) = err {
@@ -250,20 +242,11 @@ impl Ep {
                             stop_sync = td.flags & TF_ONE_WAY == 0;
                         }
                     }
-                    Return::Noop
-                    | Return::TransactionComplete
-                    | Return::SpawnLooper
-                    | Return::Release(_)
-                    | Return::Decrefs(_) => {}
-                    Return::Increfs(pc) => {
-                        out.extend_from_slice(&BC_INCREFS_DONE.to_ne_bytes());
-                        out.extend_from_slice(bytes_of(&pc));
+                    other => {
+                        if let Some(other) = ack_or_drop(other, out) {
+                            err = Some(format!("server: got {}", status_name(&other)));
+                        }
                     }
-                    Return::Acquire(pc) => {
-                        out.extend_from_slice(&BC_ACQUIRE_DONE.to_ne_bytes());
-                        out.extend_from_slice(bytes_of(&pc));
-                    }
-                    other => err = Some(format!("server: got {}", status_name(&other))),
                 }
             }
             if let Some(e) = err {
@@ -277,6 +260,32 @@ impl Ep {
             }
         }
     }
+}
+
+/// What a looper or a caller does, as libbinder does, with a return that needs no decision
+/// of its own: a node reference request (BR_INCREFS, BR_ACQUIRE) is acknowledged on `out`
+/// (BC_INCREFS_DONE, BC_ACQUIRE_DONE, sent with the next write), and BR_NOOP,
+/// BR_TRANSACTION_COMPLETE, BR_SPAWN_LOOPER, BR_RELEASE and BR_DECREFS are dropped. Any other
+/// return is given back.
+#[inline]
+pub(crate) fn ack_or_drop(r: Return, out: &mut Vec<u8>) -> Option<Return> {
+    match r {
+        Return::Noop
+        | Return::TransactionComplete
+        | Return::SpawnLooper
+        | Return::Release(_)
+        | Return::Decrefs(_) => {}
+        Return::Increfs(pc) => {
+            out.extend_from_slice(&BC_INCREFS_DONE.to_ne_bytes());
+            out.extend_from_slice(bytes_of(&pc));
+        }
+        Return::Acquire(pc) => {
+            out.extend_from_slice(&BC_ACQUIRE_DONE.to_ne_bytes());
+            out.extend_from_slice(bytes_of(&pc));
+        }
+        other => return Some(other),
+    }
+    None
 }
 
 /// Look at the objects of a received transaction: close fds, hold new handles.

@@ -3,7 +3,7 @@
 //! of a few points over up to five decades; a figure is `<quantity>@<N>` of a workload
 //! `scale_*`, so that `scripts/plot-scaling` can draw it against N. Run only when named.
 
-use crate::ep::{Ep, CODE_PING, CODE_STOP};
+use crate::ep::{ack_or_drop, Ep, CODE_PING, CODE_STOP};
 use crate::report::{figure, note, Better};
 use crate::sys::{meminfo, settle};
 use crate::work::{new_device, Service, CLIENT_MAP, FAILED_REPLY, SERVER_MAP};
@@ -229,20 +229,11 @@ fn scale_serve(ep: &mut Ep, mark: &Pipe) -> Result<(), String> {
                         stop = true;
                     }
                 }
-                Return::Noop
-                | Return::TransactionComplete
-                | Return::SpawnLooper
-                | Return::Release(_)
-                | Return::Decrefs(_) => {}
-                Return::Increfs(pc) => {
-                    out.extend_from_slice(&BC_INCREFS_DONE.to_ne_bytes());
-                    out.extend_from_slice(bytes_of(&pc));
+                other => {
+                    if let Some(other) = ack_or_drop(other, out) {
+                        err = Some(format!("scale server: got {}", other.name()));
+                    }
                 }
-                Return::Acquire(pc) => {
-                    out.extend_from_slice(&BC_ACQUIRE_DONE.to_ne_bytes());
-                    out.extend_from_slice(bytes_of(&pc));
-                }
-                other => err = Some(format!("scale server: got {}", other.name())),
             }
         }
         if let Some(e) = err {
@@ -702,45 +693,19 @@ pub fn freeze(cfg: &Cfg) -> Result<(), String> {
 }
 
 /// A private binderfs mount with `stats=global` (for binder_logs), unmounted on drop.
-struct LogsMount(String);
+struct LogsMount(binderfs::Mount);
 
 impl LogsMount {
     fn new() -> Result<LogsMount, String> {
         let dir = format!("/tmp/bench-logs.{}", std::process::id());
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {dir}: {e}"))?;
-        let src = std::ffi::CString::new("binder").unwrap();
-        let tgt = std::ffi::CString::new(dir.clone()).unwrap();
-        let opts = std::ffi::CString::new("stats=global").unwrap();
-        // SAFETY: valid C strings.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                tgt.as_ptr(),
-                src.as_ptr(),
-                0,
-                opts.as_ptr() as *const libc::c_void,
-            )
-        };
-        if r != 0 {
-            return Err(format!(
-                "mount binderfs stats=global on {dir}: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(LogsMount(dir))
+        let m = binderfs::Mount::new(&dir, "stats=global")
+            .map_err(|e| format!("mount binderfs stats=global on {dir}: {e}"))?;
+        Ok(LogsMount(m))
     }
 
     fn state(&self) -> String {
-        format!("{}/binder_logs/state", self.0)
-    }
-}
-
-impl Drop for LogsMount {
-    fn drop(&mut self) {
-        let tgt = std::ffi::CString::new(self.0.clone()).unwrap();
-        // SAFETY: a valid C string.
-        unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
-        let _ = std::fs::remove_dir(&self.0);
+        format!("{}/binder_logs/state", self.0.dir)
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::report::{figure, note, Better, Samples};
 use crate::work::new_device;
 use crate::Cfg;
-use binder_uapi::harness::{fork_proc, Pipe};
+use binder_uapi::harness::{fork_proc, map_shared, Pipe};
 use binder_uapi::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -71,20 +71,8 @@ fn futex(addr: &AtomicU32, op: i32, val: u32) {
 /// Futex ping-pong between two processes over a shared word: 1 = request, 2 = reply,
 /// 3 = quit.
 pub fn futex_pingpong(cfg: &Cfg) -> Result<(), String> {
-    // SAFETY: an anonymous shared page, unmapped at the end.
-    let page = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if page == libc::MAP_FAILED {
-        return Err(format!("mmap: {}", std::io::Error::last_os_error()));
-    }
+    // An anonymous shared page, unmapped at the end.
+    let page = map_shared(4096).map_err(|e| format!("mmap: {e}"))?;
     // SAFETY: the page is zeroed, aligned, and lives until munmap below.
     let word: &'static AtomicU32 = unsafe { &*(page as *const AtomicU32) };
     let child = fork_proc(move || loop {

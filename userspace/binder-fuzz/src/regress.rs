@@ -1495,6 +1495,71 @@ fn txn_vs_target_death(c: &Ctx) -> TResult {
 }
 
 // ---------------------------------------------------------------------------
+// The client's rounds of the races with a node's last ref below
+// ---------------------------------------------------------------------------
+
+/// Where the client's free of an offer fell, in a round of [`last_ref_rounds`], against its
+/// senders' use of the offered node; the spin before the next free follows it.
+enum Fell {
+    /// Too soon for the senders: spin longer.
+    Early,
+    /// Too late, after all of them: spin shorter.
+    Late,
+    /// Among them, where the race is.
+    Within,
+}
+
+/// The client's side of a race between senders and the last ref to a node going away, for
+/// up to `rounds` rounds and at most `secs` seconds. Each round reads the node owner's offer
+/// (a transaction whose one object is a handle; `offer` names it in an error), lets the
+/// senders go with `go(round, handle)`, spins, and then hands the offer's buffer, which
+/// holds the client's only ref to the node, and what `go` returned to `free(round, buffer,
+/// ..)`, which frees it and says where the free fell. The spin is around a length that this
+/// tunes, +- 1/8 so that the frees spread over the window. Returns the rounds begun.
+fn last_ref_rounds<S>(
+    b: &Binder,
+    rounds: u64,
+    secs: u64,
+    offer: &str,
+    mut go: impl FnMut(u64, u32) -> S,
+    mut free: impl FnMut(u64, u64, S) -> TResult<Fell>,
+) -> TResult<u64> {
+    let (mut spin, mut jitter) = (2000u64, u64::from(harness::getpid() as u32));
+    let start = std::time::Instant::now();
+    let mut begun = 0;
+    for i in 0..rounds {
+        // The offers not taken stay queued to the client, which is fine.
+        if start.elapsed() > Duration::from_secs(secs) {
+            break;
+        }
+        begun += 1;
+        let td = match b.next_auto_within(5000)? {
+            Return::Transaction(td) => td,
+            o => fail!("round {i}: expected {offer}, got {}", o.name()),
+        };
+        let rec = b.received(&td)?;
+        ensure_eq!(rec.offsets.len(), 1, "objects in the offer");
+        let obj: flat_binder_object = rec.object(rec.offsets[0]);
+        ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "offered object type");
+        let gone = go(i, obj.handle());
+        // Around spin +- 1/8.
+        jitter = jitter
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = spin - spin / 8 + (jitter >> 33) % (spin / 4 + 1);
+        for _ in 0..n {
+            std::hint::spin_loop();
+        }
+        match free(i, td.buffer, gone)? {
+            Fell::Early => spin += spin / 8 + 64,
+            Fell::Late => spin -= spin / 8,
+            Fell::Within => {}
+        }
+    }
+    Ok(begun)
+}
+
+// ---------------------------------------------------------------------------
 // A node looked up through a ref while its last ref goes away
 // ---------------------------------------------------------------------------
 
@@ -1622,35 +1687,20 @@ fn send_vs_last_ref_release(c: &Ctx) -> TResult {
                 }
             }));
         }
-        let res = (|| -> TResult {
-            let (mut spin, mut jitter) = (2000u64, u64::from(harness::getpid() as u32));
-            let start = std::time::Instant::now();
-            for i in 0..RACE_ROUNDS {
-                // The offers not taken stay queued to the client, which is fine.
-                if start.elapsed() > Duration::from_secs(RACE_SECS) {
-                    break;
-                }
-                let td = match b.next_auto_within(5000)? {
-                    Return::Transaction(td) => td,
-                    o => fail!("round {i}: expected the offer, got {}", o.name()),
-                };
-                let rec = b.received(&td)?;
-                ensure_eq!(rec.offsets.len(), 1, "objects in the offer");
-                let obj: flat_binder_object = rec.object(rec.offsets[0]);
-                ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "offered object type");
-                handle.store(obj.handle(), SeqCst);
+        let res = last_ref_rounds(
+            &b,
+            RACE_ROUNDS,
+            RACE_SECS,
+            "the offer",
+            |i, h| {
+                handle.store(h, SeqCst);
                 let before = queued.load(SeqCst);
                 generation.store(i + 1, SeqCst);
-                // Around spin +- 1/8.
-                jitter = jitter
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let n = spin - spin / 8 + (jitter >> 33) % (spin / 4 + 1);
-                for _ in 0..n {
-                    std::hint::spin_loop();
-                }
+                before
+            },
+            |i, buffer, before| {
                 // The offer's buffer holds the only reference to the node.
-                b.free_buffer(td.buffer)?;
+                b.free_buffer(buffer)?;
                 let t0 = std::time::Instant::now();
                 while sent.load(SeqCst) < (i + 1) * RACE_SENDERS {
                     ensure!(
@@ -1661,14 +1711,14 @@ fn send_vs_last_ref_release(c: &Ctx) -> TResult {
                 }
                 // Keep the free where some sends win the race and some lose: the window is
                 // at that edge.
-                match queued.load(SeqCst) - before {
-                    0 => spin = spin + spin / 8 + 64,
-                    n if n == RACE_SENDERS => spin -= spin / 8,
-                    _ => {}
-                }
-            }
-            Ok(())
-        })();
+                Ok(match queued.load(SeqCst) - before {
+                    0 => Fell::Early,
+                    n if n == RACE_SENDERS => Fell::Late,
+                    _ => Fell::Within,
+                })
+            },
+        )
+        .map(|_| ());
         generation.store(u64::MAX, SeqCst);
         for t in senders {
             t.join().map_err(|_| "a sender thread panicked")??;
@@ -1740,19 +1790,9 @@ struct OfferShared {
 /// on a forgotten node are never released with its owner (a leak of both processes).
 fn offer_vs_last_ref_release(c: &Ctx) -> TResult {
     use std::sync::atomic::Ordering::SeqCst;
-    // SAFETY: anonymous shared mapping, page-sized; zero bytes are valid atomics.
-    let m = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    ensure!(m != libc::MAP_FAILED, "mmap of a shared page failed");
-    // SAFETY: mapped just above and never unmapped in this test (the page outlives it).
+    let m = harness::map_shared(4096).map_err(|_| "mmap of a shared page failed")?;
+    // SAFETY: mapped just above, page-sized and never unmapped in this test (the page
+    // outlives it); zero bytes are valid atomics.
     let sh: &'static OfferShared = unsafe { &*(m as *const OfferShared) };
     let dev = c.dev.clone();
     // The client is the context manager before the owner sends it anything.
@@ -1836,69 +1876,59 @@ fn offer_vs_last_ref_release(c: &Ctx) -> TResult {
         })
     })?;
     let res = (|| -> TResult {
-        let (mut spin, mut jitter) = (2000u64, u64::from(harness::getpid() as u32));
         let (mut overlapped, mut mismatched) = (0u64, Vec::new());
-        let (start, mut rounds) = (std::time::Instant::now(), 0);
-        for i in 0..OFFER_ROUNDS {
-            if start.elapsed() > Duration::from_secs(OFFER_SECS) {
-                break;
-            }
-            rounds += 1;
-            let first = match b.next_auto_within(5000)? {
-                Return::Transaction(td) => td,
-                o => fail!("round {i}: expected the first offer, got {}", o.name()),
-            };
-            let rec = b.received(&first)?;
-            ensure_eq!(rec.offsets.len(), 1, "objects in the offer");
-            let obj: flat_binder_object = rec.object(rec.offsets[0]);
-            ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "offered object type");
-            let base = i * OFFER_SENDERS;
-            sh.go.store(i + 1, SeqCst);
-            // Around spin +- 1/8.
-            jitter = jitter
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let n = spin - spin / 8 + (jitter >> 33) % (spin / 4 + 1);
-            for _ in 0..n {
-                std::hint::spin_loop();
-            }
-            let done_before = sh.sent.load(SeqCst) - base;
-            // The first offer's buffer holds the client's only count on the node.
-            b.free_buffer(first.buffer)?;
-            let started_after = sh.started.load(SeqCst) - base;
-            // Keep the free overlapping the sends: the window is among them.
-            if done_before == OFFER_SENDERS {
-                spin -= spin / 8;
-            } else if started_after == 0 {
-                spin += spin / 8 + 64;
-            } else {
-                overlapped += 1;
-            }
-            wait(&format!("round {i}: the second offers"), &|| {
-                sh.sent.load(SeqCst) >= base + OFFER_SENDERS
-            })?;
-            // Each second offer holds a count on the client's reference: the client reads
-            // them one at a time (one-way transactions to one node), and they all refer to
-            // the node they were given at once.
-            let mut handles = Vec::new();
-            for _ in 0..OFFER_SENDERS {
-                let td = match b.next_auto_within(5000)? {
-                    Return::Transaction(td) => td,
-                    o => fail!("round {i}: expected a second offer, got {}", o.name()),
+        let rounds = last_ref_rounds(
+            &b,
+            OFFER_ROUNDS,
+            OFFER_SECS,
+            "the first offer",
+            |i, _| sh.go.store(i + 1, SeqCst),
+            |i, buffer, ()| {
+                let base = i * OFFER_SENDERS;
+                let done_before = sh.sent.load(SeqCst) - base;
+                // The first offer's buffer holds the client's only count on the node.
+                b.free_buffer(buffer)?;
+                let started_after = sh.started.load(SeqCst) - base;
+                // Keep the free overlapping the sends: the window is among them.
+                let fell = if done_before == OFFER_SENDERS {
+                    Fell::Late
+                } else if started_after == 0 {
+                    Fell::Early
+                } else {
+                    overlapped += 1;
+                    Fell::Within
                 };
-                let rec = b.received(&td)?;
-                ensure_eq!(rec.offsets.len(), 1, "objects in a second offer");
-                let obj: flat_binder_object = rec.object(rec.offsets[0]);
-                ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "second offer's object type");
-                handles.push(obj.handle());
-                // The offers still unread hold their counts on the reference.
-                b.free_buffer(td.buffer)?;
-            }
-            if handles.iter().any(|&h| h != handles[0]) {
-                mismatched.push(format!("round {i}: handles {handles:?}"));
-            }
-            sh.finished.store(i + 1, SeqCst);
-        }
+                wait(&format!("round {i}: the second offers"), &|| {
+                    sh.sent.load(SeqCst) >= base + OFFER_SENDERS
+                })?;
+                // Each second offer holds a count on the client's reference: the client
+                // reads them one at a time (one-way transactions to one node), and they all
+                // refer to the node they were given at once.
+                let mut handles = Vec::new();
+                for _ in 0..OFFER_SENDERS {
+                    let td = match b.next_auto_within(5000)? {
+                        Return::Transaction(td) => td,
+                        o => fail!("round {i}: expected a second offer, got {}", o.name()),
+                    };
+                    let rec = b.received(&td)?;
+                    ensure_eq!(rec.offsets.len(), 1, "objects in a second offer");
+                    let obj: flat_binder_object = rec.object(rec.offsets[0]);
+                    ensure_eq!(
+                        obj.hdr.type_,
+                        BINDER_TYPE_HANDLE,
+                        "second offer's object type"
+                    );
+                    handles.push(obj.handle());
+                    // The offers still unread hold their counts on the reference.
+                    b.free_buffer(td.buffer)?;
+                }
+                if handles.iter().any(|&h| h != handles[0]) {
+                    mismatched.push(format!("round {i}: handles {handles:?}"));
+                }
+                sh.finished.store(i + 1, SeqCst);
+                Ok(fell)
+            },
+        )?;
         println!(
             "# offer_vs_last_ref_release: {rounds} rounds, the free overlapped the second \
              offers in {overlapped}"

@@ -1,6 +1,7 @@
 //! Process-shared counters, counted ioctls, binderfs mounting and the driver's
 //! bookkeeping (binder_logs state/stats) and /proc/meminfo snapshots.
 
+use binder_uapi::harness::map_shared;
 use binder_uapi::*;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -26,23 +27,11 @@ pub fn shared_init() -> &'static Shared {
         // SAFETY: set below from a never-unmapped mapping.
         return unsafe { &*p };
     }
-    // SAFETY: anonymous shared mapping; zero bytes are valid atomics.
-    let m = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
+    let Ok(m) = map_shared(4096) else {
+        panic!("mmap of the shared counter page failed");
     };
-    assert!(
-        m != libc::MAP_FAILED,
-        "mmap of the shared counter page failed"
-    );
     SHARED.store(m as *mut Shared, Ordering::Relaxed);
-    // SAFETY: just mapped, page-sized, never unmapped.
+    // SAFETY: just mapped, page-sized and never unmapped; zero bytes are valid atomics.
     unsafe { &*(m as *const Shared) }
 }
 
@@ -136,8 +125,8 @@ pub struct Fs {
     pub mnt: String,
     /// Directory with `state` and `stats`, if any.
     pub logs: Option<String>,
-    /// Private mount to undo at the end.
-    private: Option<String>,
+    /// Private mount, held to be undone when the `Fs` is dropped.
+    _private: Option<binderfs::Mount>,
 }
 
 impl Fs {
@@ -148,34 +137,21 @@ impl Fs {
             return Fs {
                 mnt,
                 logs: Some(logs),
-                private: None,
+                _private: None,
             };
         }
         // A private instance with stats=global gives binder_logs.
         let dir = format!("/tmp/binder-fuzz-fs.{}", std::process::id());
         let _ = std::fs::create_dir_all(&dir);
-        let src = CString::new("binder").unwrap();
-        let tgt = CString::new(dir.clone()).unwrap();
-        let opts = CString::new("stats=global").unwrap();
-        // SAFETY: valid C strings.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                tgt.as_ptr(),
-                src.as_ptr(),
-                0,
-                opts.as_ptr() as *const libc::c_void,
-            )
-        };
-        if r == 0 && std::path::Path::new(&format!("{dir}/binder_logs/state")).exists() {
-            return Fs {
-                mnt: dir.clone(),
-                logs: Some(format!("{dir}/binder_logs")),
-                private: Some(dir),
-            };
-        }
-        if r == 0 {
-            Fs::umount(&dir);
+        if let Ok(m) = binderfs::Mount::new(&dir, "stats=global") {
+            if std::path::Path::new(&format!("{dir}/binder_logs/state")).exists() {
+                return Fs {
+                    mnt: dir.clone(),
+                    logs: Some(format!("{dir}/binder_logs")),
+                    _private: Some(m),
+                };
+            }
+            // Dropping `m` unmounts the instance and removes the directory.
         }
         let dbg = "/sys/kernel/debug/binder";
         let logs = if std::path::Path::new(&format!("{dbg}/state")).exists() {
@@ -186,15 +162,8 @@ impl Fs {
         Fs {
             mnt,
             logs,
-            private: None,
+            _private: None,
         }
-    }
-
-    fn umount(dir: &str) {
-        let tgt = CString::new(dir).unwrap();
-        // SAFETY: valid C string.
-        unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
-        let _ = std::fs::remove_dir(dir);
     }
 
     pub fn snapshot(&self) -> Option<Snapshot> {
@@ -228,14 +197,6 @@ pub fn snapshot_at(dir: &str) -> Option<Snapshot> {
         s.dead_node_leaks = bad;
     }
     Some(s)
-}
-
-impl Drop for Fs {
-    fn drop(&mut self) {
-        if let Some(d) = self.private.take() {
-            Fs::umount(&d);
-        }
-    }
 }
 
 /// Object counts the driver reports.

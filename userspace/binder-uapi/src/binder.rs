@@ -726,4 +726,48 @@ pub mod binderfs {
             let _ = remove_device(&self.mnt, &self.name);
         }
     }
+
+    /// A binderfs instance of its own, mounted on a directory; detached (umount2 with
+    /// MNT_DETACH) and the directory removed when dropped.
+    pub struct Mount {
+        pub dir: String,
+    }
+
+    impl Mount {
+        /// Mount a new binderfs instance on the existing directory `dir`, with the mount
+        /// options `opts` (`""` for none; `"stats=global"` gives it binder_logs). On error
+        /// the directory is left as it was.
+        pub fn new(dir: &str, opts: &str) -> io::Result<Mount> {
+            let c = |s: &str| {
+                CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+            };
+            let (fs, tgt, data) = (c("binder")?, c(dir)?, c(opts)?);
+            // SAFETY: mount(2) with NUL-terminated strings that outlive the call.
+            let r = unsafe {
+                libc::mount(
+                    fs.as_ptr(),
+                    tgt.as_ptr(),
+                    fs.as_ptr(),
+                    0,
+                    data.as_ptr() as *const libc::c_void,
+                )
+            };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(Mount {
+                dir: dir.to_string(),
+            })
+        }
+    }
+
+    impl Drop for Mount {
+        fn drop(&mut self) {
+            if let Ok(t) = CString::new(self.dir.as_str()) {
+                // SAFETY: umount2 of our own mount point, a NUL-terminated string.
+                unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) };
+            }
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+    }
 }

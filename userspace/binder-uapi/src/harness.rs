@@ -479,6 +479,28 @@ pub fn run_isolated<F: FnOnce() -> TResult>(timeout: Duration, f: F) -> Outcome 
     }
 }
 
+/// A new anonymous mapping of `len` bytes, read-write and shared with the processes
+/// forked after it (MAP_SHARED | MAP_ANONYMOUS): zero-filled and page-aligned, for the
+/// counters or futex words of processes that a test forks. The caller owns it: it
+/// munmaps it, or keeps it for the rest of the process.
+pub fn map_shared(len: usize) -> io::Result<*mut libc::c_void> {
+    // SAFETY: a new mapping at an address the kernel chooses; it aliases nothing.
+    let m = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if m == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(m)
+}
+
 /// Sleep helper.
 pub fn sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));

@@ -3,7 +3,6 @@
 use crate::common::*;
 use crate::Ctx;
 use binder_uapi::*;
-use std::ffi::CString;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 crate::tests!(
@@ -281,48 +280,20 @@ fn default_devices(c: &Ctx) -> TResult {
 }
 
 /// Mount a fresh binderfs instance with `opts` at a new directory; unmounted on drop.
-pub struct Mount {
-    pub dir: String,
-}
-
-impl Mount {
-    pub fn new(tag: &str, opts: &str) -> TResult<Mount> {
-        let dir = format!("/tmp/bct-mnt-{}-{tag}", std::process::id());
-        std::fs::create_dir_all(&dir)?;
-        let src = CString::new("binder").unwrap();
-        let tgt = CString::new(dir.clone()).unwrap();
-        let ty = CString::new("binder").unwrap();
-        let data = CString::new(opts).unwrap();
-        // SAFETY: mount(2) with valid C strings.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                tgt.as_ptr(),
-                ty.as_ptr(),
-                0,
-                data.as_ptr() as *const libc::c_void,
-            )
-        };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
+pub fn mount(tag: &str, opts: &str) -> TResult<binderfs::Mount> {
+    let dir = format!("/tmp/bct-mnt-{}-{tag}", std::process::id());
+    std::fs::create_dir_all(&dir)?;
+    match binderfs::Mount::new(&dir, opts) {
+        Ok(m) => Ok(m),
+        Err(e) => {
             let _ = std::fs::remove_dir(&dir);
             fail!("mount -t binder -o {opts:?} {dir}: {e}");
         }
-        Ok(Mount { dir })
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let t = CString::new(self.dir.clone()).unwrap();
-        // SAFETY: umount2 of our own mount point.
-        unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) };
-        let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
 fn new_instance_independent(c: &Ctx) -> TResult {
-    let m = Mount::new("inst", "")?;
+    let m = mount("inst", "")?;
     ensure!(
         std::path::Path::new(&format!("{}/binder-control", m.dir)).exists(),
         "a new binderfs instance has no binder-control"

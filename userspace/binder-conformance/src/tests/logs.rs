@@ -3,7 +3,7 @@
 //! once the test processes are gone.
 
 use crate::common::*;
-use crate::tests::binderfs::Mount;
+use crate::tests::binderfs::mount;
 use crate::Ctx;
 use binder_uapi::harness::{fork_proc, wait_until, Pipe};
 use binder_uapi::*;
@@ -28,7 +28,7 @@ crate::tests!(
 /// otherwise a private binderfs instance mounted with stats=global.
 pub(crate) struct Logs {
     dir: String,
-    _mount: Option<Mount>,
+    _mount: Option<binderfs::Mount>,
 }
 
 impl Logs {
@@ -40,7 +40,7 @@ impl Logs {
                 _mount: None,
             });
         }
-        let m = Mount::new("logs", "stats=global")?;
+        let m = mount("logs", "stats=global")?;
         let dir = format!("{}/binder_logs", m.dir);
         ensure!(
             std::path::Path::new(&dir).is_dir(),
