@@ -1509,6 +1509,24 @@ enum Fell {
     Within,
 }
 
+/// Read the next transaction of round `round`, an offer (named `what` in errors) whose one
+/// object is a handle: its buffer, to free, and the handle.
+fn read_offer(b: &Binder, round: u64, what: &str) -> TResult<(u64, u32)> {
+    let td = match b.next_auto_within(5000)? {
+        Return::Transaction(td) => td,
+        o => fail!("round {round}: expected {what}, got {}", o.name()),
+    };
+    let rec = b.received(&td)?;
+    ensure_eq!(rec.offsets.len(), 1, format!("objects in {what}"));
+    let obj: flat_binder_object = rec.object(rec.offsets[0]);
+    ensure_eq!(
+        obj.hdr.type_,
+        BINDER_TYPE_HANDLE,
+        format!("object type of {what}")
+    );
+    Ok((td.buffer, obj.handle()))
+}
+
 /// The client's side of a race between senders and the last ref to a node going away, for
 /// up to `rounds` rounds and at most `secs` seconds. Each round reads the node owner's offer
 /// (a transaction whose one object is a handle; `offer` names it in an error), lets the
@@ -1533,15 +1551,8 @@ fn last_ref_rounds<S>(
             break;
         }
         begun += 1;
-        let td = match b.next_auto_within(5000)? {
-            Return::Transaction(td) => td,
-            o => fail!("round {i}: expected {offer}, got {}", o.name()),
-        };
-        let rec = b.received(&td)?;
-        ensure_eq!(rec.offsets.len(), 1, "objects in the offer");
-        let obj: flat_binder_object = rec.object(rec.offsets[0]);
-        ensure_eq!(obj.hdr.type_, BINDER_TYPE_HANDLE, "offered object type");
-        let gone = go(i, obj.handle());
+        let (buffer, handle) = read_offer(b, i, offer)?;
+        let gone = go(i, handle);
         // Around spin +- 1/8.
         jitter = jitter
             .wrapping_mul(6364136223846793005)
@@ -1550,7 +1561,7 @@ fn last_ref_rounds<S>(
         for _ in 0..n {
             std::hint::spin_loop();
         }
-        match free(i, td.buffer, gone)? {
+        match free(i, buffer, gone)? {
             Fell::Early => spin += spin / 8 + 64,
             Fell::Late => spin -= spin / 8,
             Fell::Within => {}
@@ -1906,21 +1917,10 @@ fn offer_vs_last_ref_release(c: &Ctx) -> TResult {
                 // refer to the node they were given at once.
                 let mut handles = Vec::new();
                 for _ in 0..OFFER_SENDERS {
-                    let td = match b.next_auto_within(5000)? {
-                        Return::Transaction(td) => td,
-                        o => fail!("round {i}: expected a second offer, got {}", o.name()),
-                    };
-                    let rec = b.received(&td)?;
-                    ensure_eq!(rec.offsets.len(), 1, "objects in a second offer");
-                    let obj: flat_binder_object = rec.object(rec.offsets[0]);
-                    ensure_eq!(
-                        obj.hdr.type_,
-                        BINDER_TYPE_HANDLE,
-                        "second offer's object type"
-                    );
-                    handles.push(obj.handle());
+                    let (buffer, handle) = read_offer(&b, i, "a second offer")?;
+                    handles.push(handle);
                     // The offers still unread hold their counts on the reference.
-                    b.free_buffer(td.buffer)?;
+                    b.free_buffer(buffer)?;
                 }
                 if handles.iter().any(|&h| h != handles[0]) {
                     mismatched.push(format!("round {i}: handles {handles:?}"));
