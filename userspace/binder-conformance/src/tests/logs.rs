@@ -619,7 +619,7 @@ struct Prints {
 /// 2 CPUs and no kernel preemption, a reader on their CPU would stop them in any driver).
 /// Skipped if the prints, for all that, have room for fewer than STALL_INSIDE + 2 round trips
 /// each. On kernels without debug options a print of 2000 nodes has room for 3 to 4.5 round
-/// trips (the server gets 3500 to 5000); on the debug kernels, for 8 to 12.
+/// trips (the server gets 2750 to 5000); on the debug kernels, for 8 to 12.
 ///
 /// Why this and not a bound on the time of a round trip: under TCG on a busy host, C's
 /// print (which takes the server's lock once per node) stalls round trips too, whenever the
