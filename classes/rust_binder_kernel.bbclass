@@ -83,6 +83,34 @@ KERNEL_FEATURES:append = " ${@rust_binder_feature(d)}"
 # never sees its name in an inherit line.
 inherit_defer ${@'kernel-yocto-rust' if bb.utils.which(d.getVar('BBPATH'), 'classes-recipe/kernel-yocto-rust.bbclass') else 'rust_binder_kernel_toolchain'}
 
+# A kernel built with TOOLCHAIN = "clang" (kas/debug.yml's) must compile with
+# clang. oe-core's kernel-arch
+# sets KERNEL_CC to ${HOST_PREFIX}gcc whatever the toolchain, while the clang
+# toolchain puts clang-cross, not gcc-cross, into the kernel's sysroot. The
+# linker, objcopy and strip stay binutils' (clang-cross depends on
+# binutils-cross); clang assembles with its integrated assembler, and says so
+# with -fintegrated-as: the kernel's Makefile adds that flag itself, but
+# do_kernel_configcheck runs Kconfig with only CC from here, and without the
+# flag scripts/as-version.sh cannot tell clang's assembler ("Sorry, this
+# assembler is not supported").
+# (toolchain-clang is the override TOOLCHAIN = "clang" sets, not a MACHINE or DISTRO one.)
+# nooelint: oelint.vars.specific
+KERNEL_CC:toolchain-clang = "${CCACHE}${HOST_PREFIX}clang ${HOST_CC_KERNEL_ARCH} \
+ -fintegrated-as ${DEBUG_PREFIX_MAP} \
+ -ffile-prefix-map=${STAGING_KERNEL_DIR}=${KERNEL_SRC_PATH} \
+ -ffile-prefix-map=${STAGING_KERNEL_BUILDDIR}=${KERNEL_SRC_PATH} \
+"
+# do_package splits vmlinux's debug information with OBJCOPY, which the clang
+# toolchain makes llvm-objcopy; it fails on the kernel ("Link field value 44
+# in section .rela.dyn is not a symbol table"), binutils' does not (meta-clang
+# sets OBJCOPY so for the kernel recipes it knows). Only in do_package, as
+# kernel.bbclass hands do_package KERNEL_STRIP: the kernel's own build takes
+# KERNEL_OBJCOPY, and OBJCOPY is exported into every task.
+python do_package:prepend () {
+    if d.getVar('TOOLCHAIN') == 'clang':
+        d.setVar('OBJCOPY', d.expand('${HOST_PREFIX}objcopy'))
+}
+
 # Skipping a recipe needs anonymous python.
 # nooelint: oelint.task.noanonpython
 python __anonymous() {
