@@ -84,11 +84,10 @@ KERNEL_FEATURES:append = " ${@rust_binder_feature(d)}"
 inherit_defer ${@'kernel-yocto-rust' if bb.utils.which(d.getVar('BBPATH'), 'classes-recipe/kernel-yocto-rust.bbclass') else 'rust_binder_kernel_toolchain'}
 
 # A kernel built with TOOLCHAIN = "clang" (kas/debug.yml's) must compile with
-# clang. oe-core's kernel-arch
-# sets KERNEL_CC to ${HOST_PREFIX}gcc whatever the toolchain, while the clang
-# toolchain puts clang-cross, not gcc-cross, into the kernel's sysroot. The
-# linker, objcopy and strip stay binutils' (clang-cross depends on
-# binutils-cross); clang assembles with its integrated assembler, and says so
+# clang. oe-core's kernel-arch sets KERNEL_CC to ${HOST_PREFIX}gcc whatever
+# the toolchain, while the clang toolchain puts clang-cross, not gcc-cross,
+# into the kernel's sysroot. KERNEL_LD, KERNEL_OBJCOPY and KERNEL_STRIP stay
+# binutils' (clang-cross depends on binutils-cross); clang assembles with its integrated assembler, and says so
 # with -fintegrated-as: the kernel's Makefile adds that flag itself, but
 # do_kernel_configcheck runs Kconfig with only CC from here, and without the
 # flag scripts/as-version.sh cannot tell clang's assembler ("Sorry, this
