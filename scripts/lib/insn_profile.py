@@ -2,7 +2,8 @@
 """Instructions per kernel function from qemu's -d nochain,exec,in_asm log.
 
     insn_profile.py sum SYSTEM_MAP QEMU_LOG OUT.json
-        sums, per function of SYSTEM_MAP, the instructions of every block
+        sums, per function of SYSTEM_MAP (blocks below its first symbol as
+        one row, "(user space)"), the instructions of every block
         run (a block's size is the number of instructions of its "IN:"
         listing, printed when it is translated, just before its first
         "Trace" line; blocks are keyed by their host address) and the
@@ -46,7 +47,10 @@ def summ(system_map, log, out):
                     continue
                 fn = fn_of.get(pc)
                 if fn is None:
-                    fn = fn_of[pc] = names[bisect.bisect_right(addrs, pc) - 1]
+                    i = bisect.bisect_right(addrs, pc) - 1
+                    # Below the kernel's first symbol: user space (logged
+                    # only without insn-profile's kernel-text filter).
+                    fn = fn_of[pc] = names[i] if i >= 0 else "(user space)"
                 insns[fn] += block[1]
                 if pc in starts:
                     calls[fn] += 1
@@ -66,10 +70,11 @@ def report(n, top, *runs):
             for fn in set(s[key]) | set(b[key]):
                 per.setdefault(fn, {})[key] = (b[key].get(fn, 0) - s[key].get(fn, 0)) / n
         cols.append((name, per))
-    print("instructions (calls) per operation, kernel only")
+    fns = set().union(*(per for _, per in cols))
+    what = "all code" if "(user space)" in fns else "kernel only"
+    print(f"instructions (calls) per operation, {what}")
     print("".join(f"{name:>20}" for name, _ in cols) + "  function")
     print("".join(f"{sum(p.get('insns', 0) for p in per.values()):20.0f}" for _, per in cols) + "  (total)")
-    fns = set().union(*(per for _, per in cols))
     biggest = sorted(fns, key=lambda fn: -max(abs(per.get(fn, {}).get("insns", 0)) for _, per in cols))
     for fn in biggest[:top]:
         cells = []
