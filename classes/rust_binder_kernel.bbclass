@@ -87,12 +87,13 @@ inherit_defer ${@'kernel-yocto-rust' if bb.utils.which(d.getVar('BBPATH'), 'clas
 # clang. oe-core's kernel-arch sets KERNEL_CC to ${HOST_PREFIX}gcc whatever
 # the toolchain, while the clang toolchain puts clang-cross, not gcc-cross,
 # into the kernel's sysroot. KERNEL_LD, KERNEL_OBJCOPY and KERNEL_STRIP stay
-# binutils' (clang-cross depends on binutils-cross); clang assembles with its integrated assembler, and says so
-# with -fintegrated-as: the kernel's Makefile adds that flag itself, but
-# do_kernel_configcheck runs Kconfig with only CC from here, and without the
-# flag scripts/as-version.sh cannot tell clang's assembler ("Sorry, this
-# assembler is not supported").
-# (toolchain-clang is the override TOOLCHAIN = "clang" sets, not a MACHINE or DISTRO one.)
+# binutils' (clang-cross depends on binutils-cross); clang assembles with its
+# integrated assembler, and says so with -fintegrated-as: the kernel's
+# Makefile adds that flag itself, but do_kernel_configcheck runs Kconfig with
+# only CC from here, and without the flag scripts/as-version.sh cannot tell
+# clang's assembler ("Sorry, this assembler is not supported").
+# (toolchain-clang is the override TOOLCHAIN = "clang" sets, not a MACHINE or
+# DISTRO one.)
 # nooelint: oelint.vars.specific
 KERNEL_CC:toolchain-clang = "${CCACHE}${HOST_PREFIX}clang ${HOST_CC_KERNEL_ARCH} \
  -fintegrated-as ${DEBUG_PREFIX_MAP} \
